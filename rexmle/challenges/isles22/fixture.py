@@ -1,0 +1,91 @@
+"""Mini raw fixture of ISLES'22: the extracted BIDS tree of ``ISLES-2022.zip``, 10 small cases.
+
+Layout and naming follow the real release (upper-case ``FLAIR``, masks under ``derivatives/``,
+JSON sidecars). DWI/ADC are 16 x 16 x 8 voxels at (2, 2, 4) mm; FLAIR is 20 x 20 x 10 at
+(1.6, 1.6, 3.2) mm with another affine. The split sends ``sub-strokecase0009`` (empty mask) and
+``sub-strokecase0002`` (two blobs touching only at a corner: one lesion under 26-connectivity)
+to test.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from rexmle.io import write_image
+
+N_CASES = 10
+DWI_SHAPE = (16, 16, 8)
+DWI_SPACING = (2.0, 2.0, 4.0)
+FLAIR_SHAPE = (20, 20, 10)
+FLAIR_SPACING = (1.6, 1.6, 3.2)
+EMPTY_CASE = 9
+DIAGONAL_CASE = 2
+
+
+def case_key(n: int) -> str:
+    """BIDS key of case ``n``: ``sub-strokecaseNNNN_ses-0001``."""
+    return f"sub-strokecase{n:04d}_ses-0001"
+
+
+def _blob(mask: np.ndarray, centre: tuple[int, int, int], radius: int) -> None:
+    x, y, z = np.ogrid[: mask.shape[0], : mask.shape[1], : mask.shape[2]]
+    cx, cy, cz = centre
+    inside = (x - cx) ** 2 + (y - cy) ** 2 + (2 * (z - cz)) ** 2 <= radius**2
+    mask[inside] = 1
+
+
+def _mask_for(n: int, rng: np.random.Generator) -> np.ndarray:
+    mask = np.zeros(DWI_SHAPE, dtype=np.uint8)
+    if n == EMPTY_CASE:
+        return mask
+    if n == DIAGONAL_CASE:
+        mask[4:6, 4:6, 2:4] = 1
+        mask[6:8, 6:8, 4:6] = 1  # touches the first block at one corner only
+        return mask
+    for _ in range(int(rng.integers(1, 4))):
+        centre = (
+            int(rng.integers(3, 13)),
+            int(rng.integers(3, 13)),
+            int(rng.integers(2, 6)),
+        )
+        _blob(mask, centre, int(rng.integers(1, 4)))
+    return mask
+
+
+def make_fixture(raw_dir: Path, *, seed: int = 0) -> None:
+    """Write 10 cases of the real extracted layout under ``raw_dir/ISLES-2022/``."""
+    rng = np.random.default_rng(seed)
+    root = raw_dir / "ISLES-2022"
+    dwi_origin = (-16.0, -16.0, -16.0)
+    flair_origin = (-15.0, -17.0, -14.0)
+    for n in range(1, N_CASES + 1):
+        key = case_key(n)
+        subject = key.split("_ses-")[0]
+        mask = _mask_for(n, rng)
+        lesion = mask.astype(bool)
+        dwi = rng.normal(300, 40, DWI_SHAPE) + 500 * lesion
+        adc = rng.normal(800, 60, DWI_SHAPE) - 400 * lesion
+        flair = rng.normal(200, 30, FLAIR_SHAPE)
+        dwi_dir = root / subject / "ses-0001" / "dwi"
+        anat_dir = root / subject / "ses-0001" / "anat"
+        mask_dir = root / "derivatives" / subject / "ses-0001"
+        grid = {"spacing_mm": DWI_SPACING, "origin_mm": dwi_origin}
+        write_image(dwi_dir / f"{key}_dwi.nii.gz", dwi.astype(np.int16), **grid)
+        write_image(dwi_dir / f"{key}_adc.nii.gz", adc.astype(np.float32), **grid)
+        write_image(
+            anat_dir / f"{key}_FLAIR.nii.gz",
+            flair.astype(np.int16),
+            spacing_mm=FLAIR_SPACING,
+            origin_mm=flair_origin,
+        )
+        write_image(mask_dir / f"{key}_msk.nii.gz", mask, **grid)
+        for path, modality in (
+            (dwi_dir / f"{key}_dwi.json", "DWI"),
+            (dwi_dir / f"{key}_adc.json", "ADC"),
+            (anat_dir / f"{key}_FLAIR.json", "FLAIR"),
+        ):
+            sidecar = {"Modality": "MR", "SeriesDescription": modality, "MagneticFieldStrength": 3}
+            path.write_text(json.dumps(sidecar) + "\n", encoding="utf-8")

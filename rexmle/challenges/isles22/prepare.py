@@ -1,0 +1,113 @@
+"""ISLES'22 raw -> public/private (spec isles22.md, "Source", "Split", "Public/Private layout")."""
+
+from __future__ import annotations
+
+import csv
+import re
+import shutil
+from pathlib import Path
+
+import numpy as np
+
+from rexmle.errors import DataError
+from rexmle.io import read_geometry, read_image, write_image
+from rexmle.split import Split, shuffle_split
+
+_MASK = re.compile(r"^(sub-strokecase\d{4})_ses-0001_msk\.nii\.gz$")
+SUBMISSION_COLUMNS = ("case_id", "predicted_mask_path")
+
+
+def _case_files(root: Path, subject: str) -> dict[str, Path]:
+    key = f"{subject}_ses-0001"
+    return {
+        "dwi": root / subject / "ses-0001" / "dwi" / f"{key}_dwi.nii.gz",
+        "adc": root / subject / "ses-0001" / "dwi" / f"{key}_adc.nii.gz",
+        "flair": root / subject / "ses-0001" / "anat" / f"{key}_FLAIR.nii.gz",
+        "msk": root / "derivatives" / subject / "ses-0001" / f"{key}_msk.nii.gz",
+    }
+
+
+def discover_cases(raw_dir: Path) -> dict[str, dict[str, Path]]:
+    """Map public id (``sub-strokecaseNNNN``) -> its four files; fail on any missing file."""
+    root = raw_dir / "ISLES-2022"
+    if not (root / "derivatives").is_dir():
+        msg = f"ISLES'22 raw data not found: {root / 'derivatives'} is missing"
+        raise DataError(msg)
+    cases: dict[str, dict[str, Path]] = {}
+    for mask in sorted((root / "derivatives").rglob("sub-strokecase*_ses-0001_msk.nii.gz")):
+        match = _MASK.match(mask.name)
+        if match is None:
+            continue
+        subject = match.group(1)
+        files = _case_files(root, subject)
+        missing = [str(p.relative_to(raw_dir)) for p in files.values() if not p.is_file()]
+        if missing:
+            msg = f"ISLES'22 case {subject}: missing file(s) {missing}"
+            raise DataError(msg)
+        cases[subject] = files
+    if not cases:
+        msg = f"no ISLES'22 masks found under {root / 'derivatives'}"
+        raise DataError(msg)
+    return cases
+
+
+def _check_case(subject: str, files: dict[str, Path]) -> None:
+    dwi, adc = read_geometry(files["dwi"]), read_geometry(files["adc"])
+    mask = read_image(files["msk"])
+    shapes = {"dwi": dwi.shape, "adc": adc.shape, "msk": mask.geometry.shape}
+    if any(len(s) != 3 for s in shapes.values()) or len(set(shapes.values())) != 1:
+        msg = f"ISLES'22 case {subject}: DWI, ADC and mask must be 3-D of one shape, got {shapes}"
+        raise DataError(msg)
+    values = set(np.unique(mask.array).tolist())
+    if not values <= {0, 1}:
+        msg = f"ISLES'22 case {subject}: mask values {sorted(values)} are not within {{0, 1}}"
+        raise DataError(msg)
+
+
+def prepare(raw_dir: Path, public_dir: Path, private_dir: Path, *, seed: int = 42) -> Split:
+    """Copy raw files into the public/private layout and write gold and the sample submission."""
+    cases = discover_cases(raw_dir)
+    for subject, files in cases.items():
+        _check_case(subject, files)
+    keys = [f"{s}_ses-0001" for s in cases]
+    by_key = shuffle_split(keys, test_fraction=0.2, seed=seed)
+    split = Split(
+        train=[k.split("_ses-")[0] for k in by_key.train],
+        test=[k.split("_ses-")[0] for k in by_key.test],
+        rule=by_key.rule + "; id = part before '_ses-'",
+        source={"dataset": "ISLES-2022", "zenodo_record": "7960856"},
+    )
+    train_dir, test_dir = public_dir / "train", public_dir / "test"
+    train_dir.mkdir(parents=True)
+    test_dir.mkdir(parents=True)
+    for subject in split.train:
+        files = cases[subject]
+        for kind in ("dwi", "adc", "flair", "msk"):
+            shutil.copyfile(files[kind], train_dir / f"{subject}_{kind}.nii.gz")
+    gold_dir = private_dir / "gold"
+    sample_rows, gold_rows = [], []
+    for subject in sorted(split.test):
+        files = cases[subject]
+        for kind in ("dwi", "adc", "flair"):
+            shutil.copyfile(files[kind], test_dir / f"{subject}_{kind}.nii.gz")
+        relative = f"predictions/{subject}_pred.nii.gz"
+        (gold_dir / "predictions").mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(files["msk"], gold_dir / relative)
+        geometry = read_geometry(files["dwi"])
+        write_image(
+            public_dir / relative, np.zeros(geometry.shape, dtype=np.uint8), like=geometry
+        )
+        sample_rows.append((subject, relative))
+        gold_rows.append((subject, relative))
+    write_submission_csv(public_dir / "sample_submission.csv", sample_rows)
+    write_submission_csv(gold_dir / "submission.csv", gold_rows)
+    return split
+
+
+def write_submission_csv(path: Path, rows: list[tuple[str, str]]) -> None:
+    """Write ``case_id,predicted_mask_path`` rows."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(SUBMISSION_COLUMNS)
+        writer.writerows(rows)

@@ -1,0 +1,265 @@
+"""Command-line interface: a thin typer app over the library (no logic of its own)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from rexmle import __version__
+from rexmle.errors import RexmleError
+
+app = typer.Typer(
+    help="ReX-MLE: benchmark autonomous ML agents on real medical-imaging challenges.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+out = Console()
+err = Console(stderr=True)
+
+DataDirOption = Annotated[
+    Path | None,
+    typer.Option("--data-dir", help="Data dir (default: $REXMLE_DATA_DIR or ~/.cache/rexmle)."),
+]
+WorkersOption = Annotated[
+    int | None, typer.Option("--workers", help="Worker processes (default: CPU count).", min=1)
+]
+
+
+def _fail(error: Exception, code: int = 2) -> typer.Exit:
+    err.print(f"[bold red]error:[/] {error}", highlight=False)
+    return typer.Exit(code)
+
+
+@app.command("version")
+def version() -> None:
+    """Print the rexmle version."""
+    out.print(__version__)
+
+
+@app.command("list")
+def list_tasks(data_dir: DataDirOption = None) -> None:
+    """List every task: id, family, type, modality, headline metric, prepared?"""
+    from rexmle.challenges.registry import all_tasks
+    from rexmle.grading.grader import task_dirs
+    from rexmle.preparation import read_prepared
+
+    table = Table(title="ReX-MLE tasks")
+    for column in ("id", "family", "type", "modality", "headline", "implemented", "prepared"):
+        table.add_column(column)
+    for spec in all_tasks().values():
+        prepared = read_prepared(task_dirs(spec.id, data_dir))
+        state = "-" if prepared is None else ("mini" if prepared.get("mini") else "full")
+        direction = "↑" if spec.headline.higher_is_better else "↓"
+        table.add_row(
+            spec.id,
+            spec.family,
+            spec.task_type,
+            spec.modality,
+            f"{spec.headline.key} {direction}",
+            "yes" if spec.is_implemented else "no",
+            state,
+        )
+    out.print(table)
+
+
+@app.command("info")
+def info(task: str, data_dir: DataDirOption = None) -> None:
+    """Show a task's spec, sources, metrics, leaderboard size and preparation state."""
+    from rexmle.challenges.registry import get_task
+    from rexmle.grading.grader import task_dirs
+    from rexmle.preparation import read_prepared
+    from rexmle.ranking import load_leaderboard
+
+    try:
+        spec = get_task(task)
+        board = load_leaderboard(task)
+    except RexmleError as error:
+        raise _fail(error) from error
+    dirs = task_dirs(task, data_dir)
+    prepared = read_prepared(dirs)
+    out.print(f"[bold]{spec.id}[/] — {spec.name}")
+    out.print(f"family: {spec.family}   type: {spec.task_type}   spec version: {spec.spec_version}")
+    out.print(f"modality: {spec.modality}   anatomy: {spec.anatomy}")
+    for source in spec.sources:
+        files = ", ".join(f.name for f in source.files)
+        where = f"record {source.record}" if source.record else "direct"
+        out.print(f"source: {source.kind} {where}: {files} (licence: {source.licence})")
+    out.print(f"split: {spec.split.rule}")
+    thresholds = board.thresholds()
+    out.print(
+        f"leaderboard: {board.n_rows} rows; medal thresholds (mean position) gold ≤ "
+        f"{thresholds.gold:.4g}, silver ≤ {thresholds.silver:.4g}, bronze ≤ "
+        f"{thresholds.bronze:.4g}, above median ≤ {thresholds.above_median:.4g}"
+    )
+    for metric in spec.metrics:
+        mark = " (headline)" if metric.headline else ""
+        out.print(f"  metric {metric.key}: {metric.direction} is better{mark}")
+    if not spec.is_implemented:
+        out.print("[yellow]prepare and grade are not built for this task yet[/]")
+    state = "not prepared" if prepared is None else f"prepared ({'mini' if prepared['mini'] else 'full'})"
+    out.print(f"data: {dirs.root} — {state}")
+
+
+@app.command("prepare")
+def prepare(
+    tasks: Annotated[list[str] | None, typer.Argument(help="Task ids.")] = None,
+    all_tasks_flag: Annotated[bool, typer.Option("--all", help="Prepare every task.")] = False,
+    mini: Annotated[bool, typer.Option("--mini", help="Use the built-in mini fixtures.")] = False,
+    data_dir: DataDirOption = None,
+    force: Annotated[bool, typer.Option("--force", help="Prepare again from scratch.")] = False,
+    from_dir: Annotated[
+        Path | None,
+        typer.Option("--from", help="Take already-downloaded source files from DIR (offline)."),
+    ] = None,
+) -> None:
+    """Download (or generate with --mini) and prepare tasks into public/ and private/."""
+    from rexmle.challenges.registry import all_tasks
+    from rexmle.preparation import prepare_task
+
+    if all_tasks_flag == bool(tasks):
+        raise _fail(ValueError("give task ids or --all (not both)"))
+    ids = list(all_tasks()) if all_tasks_flag else list(tasks or [])
+    failed = 0
+    for task_id in ids:
+        try:
+            with err.status(f"preparing {task_id}…"):
+                dirs, did_work = prepare_task(
+                    task_id, data_dir=data_dir, mini=mini, force=force, from_dir=from_dir
+                )
+        except RexmleError as error:
+            failed += 1
+            err.print(f"[bold red]{task_id}: failed:[/] {error}", highlight=False)
+            continue
+        verb = "prepared" if did_work else "already prepared (use --force to redo)"
+        out.print(f"{task_id}: {verb} in {dirs.root}")
+    if failed:
+        raise typer.Exit(2)
+
+
+@app.command("validate")
+def validate(
+    task: str,
+    submission_dir: Path,
+    data_dir: DataDirOption = None,
+    workers: WorkersOption = None,
+) -> None:
+    """Check a submission's format with public data only (never a score). Exit 0 valid, 1 invalid."""
+    from rexmle.grading import validate_submission
+
+    try:
+        result = validate_submission(task, submission_dir, data_dir=data_dir, workers=workers)
+    except RexmleError as error:
+        raise _fail(error) from error
+    for warning in result.warnings:
+        err.print(f"[yellow]warning:[/] {warning}", highlight=False)
+    if not result.valid:
+        n = len(result.reasons)
+        err.print(f"[bold red]submission is invalid ({n} problem{'s' if n != 1 else ''}):[/]")
+        for reason in result.reasons:
+            err.print(f"  - {reason}", highlight=False)
+        raise typer.Exit(1)
+    out.print(f"submission is valid ({result.n_cases} cases)")
+
+
+@app.command("grade")
+def grade(
+    task: str,
+    submission_dir: Path,
+    data_dir: DataDirOption = None,
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write the grade report.")] = None,
+    cases_out: Annotated[
+        Path | None, typer.Option("--cases", help="Write per-case metrics as CSV.")
+    ] = None,
+    workers: WorkersOption = None,
+) -> None:
+    """Grade a submission. Exit 0 graded, 1 invalid submission, 2 usage or harness error."""
+    from rexmle.grading import grade_submission
+    from rexmle.grading.grader import write_report
+
+    try:
+        report = grade_submission(task, submission_dir, data_dir=data_dir, workers=workers)
+    except RexmleError as error:
+        raise _fail(error) from error
+    if json_out is not None:
+        write_report(report, json_out)
+    if cases_out is not None and report.cases:
+        import pandas as pd
+
+        cases_out.parent.mkdir(parents=True, exist_ok=True)
+        pd.DataFrame(report.cases).to_csv(cases_out, index=False)
+    for warning in report.warnings:
+        err.print(f"[yellow]warning:[/] {warning}", highlight=False)
+    if not report.valid:
+        err.print(f"[bold red]submission is invalid ({len(report.reasons)} problems):[/]")
+        for reason in report.reasons:
+            err.print(f"  - {reason}", highlight=False)
+        raise typer.Exit(1)
+    _print_ranking(task, report.metrics, report.ranking.model_dump())
+    out.print(f"graded in {report.seconds:.2f} s")
+
+
+def _print_ranking(task: str, metrics: dict[str, float], ranking: dict[str, object]) -> None:
+    table = Table(title=f"{task}: {ranking['n_rows']} leaderboard rows")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    table.add_column("position", justify="right")
+    positions = ranking["positions"]
+    assert isinstance(positions, dict)  # noqa: S101 - shape of Ranking.model_dump()
+    for key, value in metrics.items():
+        position = positions.get(key)
+        table.add_row(key, f"{value:.6g}", "-" if position is None else f"{position:g}")
+    out.print(table)
+    medal = ranking["medal"] or "none"
+    out.print(
+        f"mean position {ranking['mean_position']:.4g}   percentile {ranking['percentile']:.4f}   "
+        f"medal {medal}   above median {ranking['above_median']}"
+    )
+
+
+@app.command("rank")
+def rank(
+    task: str,
+    values: Annotated[list[str], typer.Argument(help="key=value for every leaderboard metric.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Rank given metric values against a task's human leaderboard (for auditing numbers)."""
+    from rexmle.ranking import load_leaderboard
+
+    try:
+        board = load_leaderboard(task)
+        metrics: dict[str, float] = {}
+        for item in values:
+            key, sep, text = item.partition("=")
+            if not sep:
+                msg = f"expected key=value, got {item!r}"
+                raise ValueError(msg)
+            if key not in board.directions:
+                msg = f"{key!r} is not a leaderboard metric of {task}; metrics: {board.metrics}"
+                raise ValueError(msg)
+            metrics[key] = float(text)
+        ranking = board.rank(metrics)
+    except (RexmleError, ValueError) as error:
+        raise _fail(error) from error
+    if as_json:
+        out.print_json(json.dumps(ranking.model_dump()))
+        return
+    _print_ranking(task, metrics, ranking.model_dump())
+
+
+def main() -> None:
+    """Entry point that maps unexpected errors to exit code 2."""
+    try:
+        app()
+    except RexmleError as error:
+        err.print(f"[bold red]error:[/] {error}")
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,66 @@
+"""Reusable validity checks of submitted arrays (spec README §2.4): never repair, say what is wrong."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from rexmle.io import Image, ImageReadError, read_image
+
+
+class SubmissionWarning(str):
+    """A finding that does not make a submission invalid (returned among a case's reasons)."""
+
+    __slots__ = ()
+
+
+def read_submitted_image(path: Path, *, suffixes: Iterable[str]) -> tuple[Image | None, str | None]:
+    """Read a submitted image whose name must end in one of ``suffixes``; (image, problem)."""
+    allowed = tuple(suffixes)
+    if not path.name.lower().endswith(allowed):
+        return None, f"{path.name}: file type not accepted; use one of {', '.join(allowed)}"
+    try:
+        return read_image(path), None
+    except ImageReadError as err:
+        return None, f"unreadable file: {err}"
+
+
+def check_shape(
+    actual: tuple[int, ...], expected: tuple[int, ...], *, what: str = "array"
+) -> str | None:
+    """A problem when shapes differ (no resampling is ever done), else None."""
+    if tuple(actual) != tuple(expected):
+        return (
+            f"{what} has shape {tuple(actual)}, but the test image has {tuple(expected)}. "
+            f"Write the prediction on the input image's grid; do not crop, pad or resample."
+        )
+    return None
+
+
+def check_allowed_values(array: npt.NDArray[np.generic], allowed: Iterable[int]) -> str | None:
+    """A problem when ``array`` holds NaN/inf or any value not exactly in ``allowed``, else None.
+
+    Float arrays are accepted when every element equals one of the allowed integers exactly
+    (0.0/1.0 masks are fine; 0.5 or NaN is not). Nothing is cast or thresholded.
+    """
+    allowed_set = sorted({int(v) for v in allowed})
+    if array.dtype.kind == "b":
+        values = np.unique(array).astype(np.int64)
+    elif array.dtype.kind in "iu":
+        values = np.unique(array)
+    elif array.dtype.kind == "f":
+        if not np.isfinite(array).all():
+            n_bad = int(np.count_nonzero(~np.isfinite(array)))
+            return f"{n_bad} voxel(s) are NaN or infinite"
+        values = np.unique(array)
+    else:
+        return f"unsupported data type {array.dtype}; write an integer label array"
+    bad = [v for v in values.tolist() if v not in allowed_set]
+    if bad:
+        shown = ", ".join(repr(v) for v in bad[:8])
+        more = " ..." if len(bad) > 8 else ""
+        return f"values {shown}{more} are not allowed; allowed values are {allowed_set}"
+    return None

@@ -1,0 +1,75 @@
+"""Reading submission CSV files: every cell a string, ids compared exactly (spec README §2.2)."""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+
+from rexmle.errors import InvalidSubmission
+
+
+def read_csv_rows(path: Path) -> tuple[list[str], list[dict[str, str]]]:
+    """Read a UTF-8, comma-separated CSV with a header; return (columns, rows of strings).
+
+    Raises:
+        InvalidSubmission: the file is missing, not UTF-8, not parseable, has no header or no data
+            rows, repeats a column, or has rows with a different number of cells than the header.
+    """
+    name = path.name
+    if not path.is_file():
+        msg = f"{name}: file not found. Write {name} at the top of the submission folder."
+        raise InvalidSubmission([msg])
+    try:
+        text = path.read_bytes().decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        msg = f"{name}: not UTF-8 text ({err.reason} at byte {err.start})"
+        raise InvalidSubmission([msg]) from err
+    try:
+        records = list(csv.reader(io.StringIO(text, newline=""), strict=True))
+    except csv.Error as err:
+        msg = f"{name}: cannot be parsed as CSV ({err})"
+        raise InvalidSubmission([msg]) from err
+    records = [r for r in records if r]  # blank lines carry no data
+    if not records:
+        msg = f"{name}: empty file (expected a header row and one row per test case)"
+        raise InvalidSubmission([msg])
+    header = [h.strip() for h in records[0]]
+    if len(set(header)) != len(header):
+        dupes = sorted({h for h in header if header.count(h) > 1})
+        msg = f"{name}: column(s) {dupes} appear more than once in the header"
+        raise InvalidSubmission([msg])
+    body = records[1:]
+    if not body:
+        msg = f"{name}: has a header but zero data rows"
+        raise InvalidSubmission([msg])
+    reasons = []
+    rows: list[dict[str, str]] = []
+    for line, record in enumerate(body, start=2):
+        if len(record) != len(header):
+            reasons.append(
+                f"{name} line {line}: {len(record)} cells, but the header has {len(header)} columns"
+            )
+            continue
+        rows.append(dict(zip(header, record, strict=True)))
+    if reasons:
+        raise InvalidSubmission(reasons)
+    return header, rows
+
+
+def read_id_column(path: Path, column: str) -> list[str]:
+    """Ids of a CSV written by the harness itself (sample submission, gold), in file order."""
+    _, rows = read_csv_rows(path)
+    return [row[column] for row in rows]
+
+
+def leading_zero_hint(given: str, missing: set[str]) -> str:
+    """A hint when ``given`` equals a missing id once leading zeros are stripped (never a repair)."""
+    stripped = given.lstrip("0") or "0"
+    for candidate in missing:
+        if (candidate.lstrip("0") or "0") == stripped and candidate != given:
+            return (
+                f" (did leading zeros get lost? the test id {candidate!r} is missing; "
+                f"ids are strings and must be written exactly)"
+            )
+    return ""

@@ -1,0 +1,49 @@
+"""Map a function over cases in worker processes, with a progress bar on a terminal."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from typing import TypeVar
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+def default_workers() -> int:
+    """Worker processes used when ``--workers`` is not given: the CPUs available to this process."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:
+        return max(1, os.cpu_count() or 1)
+
+
+def map_cases(
+    fn: Callable[[T], R],
+    items: Sequence[T],
+    *,
+    workers: int,
+    label: str = "scoring",
+) -> list[R]:
+    """Return ``[fn(item) for item in items]`` in input order, using up to ``workers`` processes.
+
+    ``fn`` must be picklable (a module-level function or a ``functools.partial`` of one).
+    Exceptions raised by ``fn`` propagate unchanged. One worker, or one item, runs in-process.
+    """
+    workers = max(1, min(workers, len(items)))
+    show = sys.stderr.isatty() and len(items) > 1
+    if workers == 1:
+        if not show:
+            return [fn(item) for item in items]
+        from rich.progress import track
+
+        return [fn(item) for item in track(items, description=label, transient=True)]
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        iterator = pool.map(fn, items)
+        if not show:
+            return list(iterator)
+        from rich.progress import track
+
+        return list(track(iterator, total=len(items), description=label, transient=True))

@@ -1,0 +1,35 @@
+"""The grade report (``rexmle grade --json``) and the validation result."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+from rexmle.ranking import Ranking
+
+
+class ValidationResult(BaseModel):
+    """Format check of a submission against public data only — never a score."""
+
+    task: str
+    valid: bool
+    reasons: list[str]
+    warnings: list[str]
+    n_cases: int
+
+
+class GradeReport(BaseModel):
+    """Everything grading says about one submission (ARCHITECTURE.md, "Grade report JSON").
+
+    ``metrics`` holds every leaderboard key plus extra keys the spec names (never ranked); an
+    invalid submission has ``valid`` False, its ``reasons``, no metrics and percentile 0.
+    """
+
+    task: str
+    valid: bool
+    reasons: list[str]
+    warnings: list[str] = []
+    metrics: dict[str, float]
+    cases: list[dict[str, object]]
+    ranking: Ranking
+    rexmle_version: str
+    seconds: float

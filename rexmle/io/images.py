@@ -1,0 +1,337 @@
+"""Format-dispatching image reader/writer that keeps spacing, origin and direction.
+
+See :mod:`rexmle.io` for the axis convention. Formats: NIfTI (``.nii``, ``.nii.gz``) via nibabel;
+MetaImage and NRRD (``.mha``, ``.mhd``, ``.nrrd``, ``.seg.nrrd``) via SimpleITK; TIFF via tifffile;
+PNG/JPEG/BMP via Pillow.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from rexmle.errors import RexmleError
+
+_NIFTI = (".nii", ".nii.gz")
+_ITK = (".mha", ".mhd", ".nrrd")
+_TIFF = (".tif", ".tiff")
+_PILLOW = (".png", ".jpg", ".jpeg", ".bmp")
+# NIfTI world is RAS, ITK world is LPS: flip the first two world axes.
+_RAS_TO_LPS = np.diag([-1.0, -1.0, 1.0])
+
+
+class ImageReadError(RexmleError):
+    """A file could not be read as an image (missing, corrupt, or an unknown format)."""
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """Shape and physical placement of an image (axis order: see :mod:`rexmle.io`)."""
+
+    shape: tuple[int, ...]
+    """Spatial shape only (no channel axis)."""
+    spacing_mm: tuple[float, ...]
+    origin_mm: tuple[float, ...]
+    direction: tuple[tuple[float, ...], ...]
+    """Row-major square matrix whose COLUMNS are the world directions of the array axes (LPS)."""
+    has_geometry: bool = True
+    channels: int = 1
+    dtype: str = ""
+
+    def matches(self, other: Geometry, *, spacing_tol_mm: float = 1e-4) -> bool:
+        """True when shape equals and spacing differs by at most ``spacing_tol_mm`` per axis."""
+        return self.shape == other.shape and all(
+            abs(a - b) <= spacing_tol_mm
+            for a, b in zip(self.spacing_mm, other.spacing_mm, strict=True)
+        )
+
+
+@dataclass(frozen=True)
+class Image:
+    """Pixel/voxel data with its geometry."""
+
+    array: npt.NDArray[np.generic]
+    geometry: Geometry = field(repr=False)
+
+    @property
+    def spacing_mm(self) -> tuple[float, ...]:
+        """Voxel size per array axis, in mm."""
+        return self.geometry.spacing_mm
+
+
+def _suffix(path: Path) -> str:
+    name = path.name.lower()
+    for ext in (".nii.gz", ".seg.nrrd"):
+        if name.endswith(ext):
+            return ".nrrd" if ext == ".seg.nrrd" else ext
+    return path.suffix.lower()
+
+
+def _unit_geometry(shape: tuple[int, ...], *, channels: int, dtype: str) -> Geometry:
+    n = len(shape)
+    eye = tuple(tuple(1.0 if r == c else 0.0 for c in range(n)) for r in range(n))
+    return Geometry(
+        shape=shape,
+        spacing_mm=(1.0,) * n,
+        origin_mm=(0.0,) * n,
+        direction=eye,
+        has_geometry=False,
+        channels=channels,
+        dtype=dtype,
+    )
+
+
+def _nifti_geometry(img: object) -> Geometry:
+    header = img.header  # type: ignore[attr-defined]
+    shape = tuple(int(s) for s in img.shape)  # type: ignore[attr-defined]
+    affine = np.asarray(img.affine, dtype=float)  # type: ignore[attr-defined]
+    ndim = len(shape)
+    zooms = tuple(float(z) for z in header.get_zooms()[:ndim])
+    if ndim >= 3:
+        lin = _RAS_TO_LPS @ affine[:3, :3]
+        norms = np.linalg.norm(lin, axis=0)
+        norms[norms == 0] = 1.0
+        direction_full = lin / norms
+        origin = tuple(float(v) for v in _RAS_TO_LPS @ affine[:3, 3])
+        # Extra axes (4-D) get identity directions; spatial part is 3x3.
+        direction = tuple(tuple(float(v) for v in row) for row in direction_full)
+        spacing = zooms
+    else:
+        direction = tuple(tuple(1.0 if r == c else 0.0 for c in range(ndim)) for r in range(ndim))
+        origin = (0.0,) * ndim
+        spacing = zooms
+    return Geometry(
+        shape=shape,
+        spacing_mm=spacing,
+        origin_mm=origin,
+        direction=direction,
+        dtype=str(header.get_data_dtype()),
+    )
+
+
+def _itk_geometry(reader: object) -> Geometry:
+    size = tuple(int(s) for s in reader.GetSize())  # type: ignore[attr-defined]
+    ndim = len(size)
+    flat = reader.GetDirection()  # type: ignore[attr-defined]
+    direction = tuple(tuple(float(flat[r * ndim + c]) for c in range(ndim)) for r in range(ndim))
+    return Geometry(
+        shape=size,
+        spacing_mm=tuple(float(s) for s in reader.GetSpacing()),  # type: ignore[attr-defined]
+        origin_mm=tuple(float(o) for o in reader.GetOrigin()),  # type: ignore[attr-defined]
+        direction=direction,
+        channels=int(reader.GetNumberOfComponents()),  # type: ignore[attr-defined]
+    )
+
+
+def read_geometry(path: Path) -> Geometry:
+    """Read only the header of an image: shape, spacing, origin, direction (no voxel data).
+
+    Raises:
+        ImageReadError: the file is missing, unreadable or of an unknown format.
+    """
+    path = Path(path)
+    suffix = _suffix(path)
+    if not path.is_file():
+        msg = f"{path}: no such file"
+        raise ImageReadError(msg)
+    try:
+        if suffix in _NIFTI:
+            import nibabel as nib
+
+            return _nifti_geometry(nib.load(str(path)))
+        if suffix in _ITK:
+            import SimpleITK as sitk
+
+            reader = sitk.ImageFileReader()
+            reader.SetFileName(str(path))
+            reader.ReadImageInformation()
+            return _itk_geometry(reader)
+    except ImageReadError:
+        raise
+    except Exception as err:  # noqa: BLE001 - any parser failure means "unreadable file"
+        msg = f"{path.name}: cannot read the image header ({type(err).__name__}: {err})"
+        raise ImageReadError(msg) from err
+    return read_image(path).geometry
+
+
+def read_image(path: Path) -> Image:
+    """Read an image with its geometry (axis order: see :mod:`rexmle.io`).
+
+    Raises:
+        ImageReadError: the file is missing, unreadable or of an unknown format.
+    """
+    path = Path(path)
+    suffix = _suffix(path)
+    if not path.is_file():
+        msg = f"{path}: no such file"
+        raise ImageReadError(msg)
+    try:
+        if suffix in _NIFTI:
+            return _read_nifti(path)
+        if suffix in _ITK:
+            return _read_itk(path)
+        if suffix in _TIFF:
+            return _read_tiff(path)
+        if suffix in _PILLOW:
+            return _read_pillow(path)
+    except Exception as err:  # noqa: BLE001 - any parser failure means "unreadable file"
+        msg = f"{path.name}: cannot read the image ({type(err).__name__}: {err})"
+        raise ImageReadError(msg) from err
+    msg = (
+        f"{path.name}: unknown image format {suffix!r}; expected one of "
+        f"{', '.join(_NIFTI + _ITK + _TIFF + _PILLOW)}"
+    )
+    raise ImageReadError(msg)
+
+
+def _read_nifti(path: Path) -> Image:
+    import nibabel as nib
+
+    img = nib.load(str(path))
+    array = np.asanyarray(img.dataobj)
+    return Image(array=array, geometry=_nifti_geometry(img))
+
+
+def _read_itk(path: Path) -> Image:
+    import SimpleITK as sitk
+
+    itk = sitk.ReadImage(str(path))
+    array = sitk.GetArrayFromImage(itk)
+    spatial = itk.GetDimension()
+    # (z, y, x[, c]) -> (x, y, z[, c])
+    axes = tuple(range(spatial - 1, -1, -1)) + tuple(range(spatial, array.ndim))
+    array = np.ascontiguousarray(array.transpose(axes))
+    flat = itk.GetDirection()
+    direction = tuple(
+        tuple(float(flat[r * spatial + c]) for c in range(spatial)) for r in range(spatial)
+    )
+    geometry = Geometry(
+        shape=tuple(int(s) for s in itk.GetSize()),
+        spacing_mm=tuple(float(s) for s in itk.GetSpacing()),
+        origin_mm=tuple(float(o) for o in itk.GetOrigin()),
+        direction=direction,
+        channels=int(itk.GetNumberOfComponentsPerPixel()),
+        dtype=str(array.dtype),
+    )
+    return Image(array=array, geometry=geometry)
+
+
+def _read_tiff(path: Path) -> Image:
+    import tifffile
+
+    array = tifffile.imread(str(path))
+    return _image_2d(array)
+
+
+def _read_pillow(path: Path) -> Image:
+    from PIL import Image as PILImage
+
+    with PILImage.open(path) as pil:
+        pil.load()
+        array = np.asarray(pil)
+    return _image_2d(array)
+
+
+def _image_2d(array: npt.NDArray[np.generic]) -> Image:
+    if array.ndim == 2:
+        return Image(array, _unit_geometry(array.shape, channels=1, dtype=str(array.dtype)))
+    if array.ndim == 3:
+        shape = (int(array.shape[0]), int(array.shape[1]))
+        return Image(array, _unit_geometry(shape, channels=int(array.shape[2]), dtype=str(array.dtype)))
+    return Image(array, _unit_geometry(tuple(array.shape), channels=1, dtype=str(array.dtype)))
+
+
+def write_image(
+    path: Path,
+    array: npt.NDArray[np.generic],
+    *,
+    like: Geometry | None = None,
+    spacing_mm: tuple[float, ...] | None = None,
+    origin_mm: tuple[float, ...] | None = None,
+    direction: tuple[tuple[float, ...], ...] | None = None,
+) -> None:
+    """Write ``array`` (axis order: see :mod:`rexmle.io`) with the given geometry.
+
+    Geometry comes from ``like`` (typically the input image's header), overridden by the explicit
+    keywords. 2-D formats (PNG, TIFF) store no geometry. Raises ValueError for unknown formats or
+    a geometry whose dimension differs from the array's.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    suffix = _suffix(path)
+    ndim = array.ndim
+    if like is not None:
+        spacing_mm = spacing_mm or like.spacing_mm
+        origin_mm = origin_mm or like.origin_mm
+        direction = direction or like.direction
+    spacing_mm = tuple(spacing_mm) if spacing_mm else (1.0,) * ndim
+    origin_mm = tuple(origin_mm) if origin_mm else (0.0,) * ndim
+    if direction is None:
+        direction = tuple(tuple(1.0 if r == c else 0.0 for c in range(ndim)) for r in range(ndim))
+    if suffix in _NIFTI or suffix in _ITK:
+        spatial = min(ndim, len(spacing_mm))
+        if len(spacing_mm) != spatial or len(origin_mm) != spatial:
+            msg = f"geometry has {len(spacing_mm)} axes but the array has {ndim}"
+            raise ValueError(msg)
+    if suffix in _NIFTI:
+        _write_nifti(path, array, spacing_mm, origin_mm, direction)
+    elif suffix in _ITK:
+        _write_itk(path, array, spacing_mm, origin_mm, direction)
+    elif suffix in _TIFF:
+        import tifffile
+
+        tifffile.imwrite(str(path), array)
+    elif suffix in _PILLOW:
+        from PIL import Image as PILImage
+
+        PILImage.fromarray(array).save(path)
+    else:
+        msg = f"{path.name}: cannot write unknown image format {suffix!r}"
+        raise ValueError(msg)
+
+
+def _write_nifti(
+    path: Path,
+    array: npt.NDArray[np.generic],
+    spacing_mm: tuple[float, ...],
+    origin_mm: tuple[float, ...],
+    direction: tuple[tuple[float, ...], ...],
+) -> None:
+    import nibabel as nib
+
+    affine = np.eye(4)
+    n = min(3, len(spacing_mm))
+    lin = np.eye(3)
+    org = np.zeros(3)
+    lin[:n, :n] = np.asarray(direction, dtype=float)[:n, :n] * np.asarray(spacing_mm[:n])
+    org[:n] = np.asarray(origin_mm[:n], dtype=float)
+    affine[:3, :3] = _RAS_TO_LPS @ lin
+    affine[:3, 3] = _RAS_TO_LPS @ org
+    img = nib.Nifti1Image(np.asarray(array), affine)
+    img.header.set_zooms(tuple(spacing_mm) + (1.0,) * (array.ndim - len(spacing_mm)))
+    img.set_qform(affine, code=1)
+    img.set_sform(affine, code=1)
+    nib.save(img, str(path))
+
+
+def _write_itk(
+    path: Path,
+    array: npt.NDArray[np.generic],
+    spacing_mm: tuple[float, ...],
+    origin_mm: tuple[float, ...],
+    direction: tuple[tuple[float, ...], ...],
+) -> None:
+    import SimpleITK as sitk
+
+    spatial = len(spacing_mm)
+    axes = tuple(range(spatial - 1, -1, -1)) + tuple(range(spatial, array.ndim))
+    itk = sitk.GetImageFromArray(
+        np.ascontiguousarray(np.asarray(array).transpose(axes)), isVector=array.ndim > spatial
+    )
+    itk.SetSpacing(tuple(float(s) for s in spacing_mm))
+    itk.SetOrigin(tuple(float(o) for o in origin_mm))
+    itk.SetDirection(tuple(float(v) for row in direction for v in row))
+    sitk.WriteImage(itk, str(path), useCompression=True)

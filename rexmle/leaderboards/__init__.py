@@ -1,0 +1,1 @@
+"""Human leaderboards (team + metric values) of every task, one CSV per task id."""

@@ -1,0 +1,161 @@
+"""Prepare a task: raw data (mini fixture or real download) -> ``public/``, ``private/``, prepared.json.
+
+Preparation builds into ``<task-dir>/.building-<pid>/`` and moves ``public/`` and ``private/`` into place
+at the end; ``prepared.json`` is written last, atomically. A task folder without ``prepared.json`` is
+therefore never taken for a complete one, and leftovers of an interrupted run are removed by the next.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+from rexmle import __version__
+from rexmle.challenges.base import TaskDirs
+from rexmle.challenges.registry import get_task, load_implementation
+from rexmle.errors import DataError
+from rexmle.grading.grader import task_dirs
+
+RAW_COMPLETE_MARKER = ".rexmle-raw-complete.json"
+
+
+def sha256_file(path: Path, *, chunk_bytes: int = 1 << 20) -> str:
+    """Hex SHA-256 of a file, read in chunks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(chunk_bytes):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def read_prepared(dirs: TaskDirs) -> dict[str, object] | None:
+    """The task's prepared.json, or None when the task is not (completely) prepared."""
+    if not dirs.prepared_json.is_file():
+        return None
+    return json.loads(dirs.prepared_json.read_text(encoding="utf-8"))
+
+
+def ensure_mini_raw(task_id: str, raw_dir: Path, *, seed: int = 0) -> None:
+    """Generate the mini raw fixture into ``raw_dir`` once (tasks sharing raw data share it)."""
+    if (raw_dir / RAW_COMPLETE_MARKER).is_file():
+        return
+    impl = load_implementation(task_id)
+    building = raw_dir.with_name(f".{raw_dir.name}.building-{os.getpid()}")
+    shutil.rmtree(building, ignore_errors=True)
+    building.mkdir(parents=True)
+    impl.make_fixture(building, seed=seed)
+    marker = {"kind": "mini-fixture", "made_by": task_id, "seed": seed, "rexmle": __version__}
+    (building / RAW_COMPLETE_MARKER).write_text(json.dumps(marker) + "\n", encoding="utf-8")
+    if raw_dir.exists():
+        shutil.rmtree(raw_dir)
+    raw_dir.parent.mkdir(parents=True, exist_ok=True)
+    building.rename(raw_dir)
+
+
+def ensure_real_raw(task_id: str, raw_dir: Path, *, from_dir: Path | None) -> None:
+    """Download (or take from ``from_dir``), verify and extract the task's real sources."""
+    from rexmle.sources import fetch_task_raw
+
+    fetch_task_raw(get_task(task_id), raw_dir, from_dir=from_dir)
+
+
+def prepare_task(
+    task_id: str,
+    *,
+    data_dir: Path | None = None,
+    mini: bool = False,
+    force: bool = False,
+    from_dir: Path | None = None,
+) -> tuple[TaskDirs, bool]:
+    """Prepare one task; returns its folders and whether work was done (False: already prepared).
+
+    Raises:
+        DataError: the raw data does not look as the spec says, or the task is prepared with the
+            other data kind (mini vs full) and ``force`` is not set.
+        TaskNotImplemented: the task has no implementation yet.
+    """
+    impl = load_implementation(task_id)
+    dirs = task_dirs(task_id, data_dir)
+    existing = read_prepared(dirs)
+    if existing is not None and not force:
+        if bool(existing.get("mini")) != mini:
+            kind = "mini" if existing.get("mini") else "full"
+            msg = (
+                f"{task_id} is already prepared from the {kind} data in {dirs.root}; "
+                f"use --force to replace it, or another --data-dir"
+            )
+            raise DataError(msg)
+        return dirs, False
+    started = time.perf_counter()
+    if mini:
+        ensure_mini_raw(task_id, dirs.raw)
+    else:
+        ensure_real_raw(task_id, dirs.raw, from_dir=from_dir)
+
+    dirs.root.mkdir(parents=True, exist_ok=True)
+    for stale in dirs.root.glob(".building-*"):
+        shutil.rmtree(stale, ignore_errors=True)
+    building = dirs.root / f".building-{os.getpid()}"
+    public, private = building / "public", building / "private"
+    public.mkdir(parents=True)
+    private.mkdir(parents=True)
+    try:
+        split = impl.prepare(dirs.raw, public, private, mini=mini)
+        if not mini:
+            _check_counts(task_id, len(split.train), len(split.test))
+        split.write(private / "split.json")
+        (public / "description.md").write_text(impl.description(), encoding="utf-8")
+        manifest = {
+            "task": task_id,
+            "spec_version": impl.spec.spec_version,
+            "mini": mini,
+            "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            "rexmle_version": __version__,
+            "split": {
+                "rule": split.rule,
+                "train": split.train,
+                "test": split.test,
+            },
+            "files": {
+                "public": _hash_tree(public),
+                "private": _hash_tree(private),
+            },
+            "seconds": 0.0,
+        }
+        dirs.prepared_json.unlink(missing_ok=True)
+        for name in ("public", "private"):
+            target = dirs.root / name
+            if target.exists():
+                shutil.rmtree(target)
+            (building / name).rename(target)
+        manifest["seconds"] = round(time.perf_counter() - started, 3)
+        tmp = dirs.prepared_json.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+        os.replace(tmp, dirs.prepared_json)
+    finally:
+        shutil.rmtree(building, ignore_errors=True)
+    return dirs, True
+
+
+def _check_counts(task_id: str, n_train: int, n_test: int) -> None:
+    split = get_task(task_id).split
+    expected = (split.expected_train, split.expected_test)
+    if None not in expected and (n_train, n_test) != expected:
+        msg = (
+            f"{task_id}: the real data gave {n_train} train / {n_test} test cases, "
+            f"the spec expects {expected[0]} / {expected[1]} (a changed source record?)"
+        )
+        raise DataError(msg)
+
+
+def _hash_tree(root: Path) -> dict[str, str]:
+    return {
+        path.relative_to(root).as_posix(): sha256_file(path)
+        for path in sorted(root.rglob("*"))
+        if path.is_file()
+    }

@@ -1,0 +1,93 @@
+"""Deterministic train/test splits that reproduce the published benchmark's test membership.
+
+The published benchmark split most tasks with scikit-learn's
+``train_test_split(keys, test_size=f, random_state=seed, shuffle=True)`` on the sorted case keys.
+:func:`shuffle_split` reproduces that membership AND order with numpy alone (scikit-learn is not a
+runtime dependency): ``perm = RandomState(seed).permutation(n)``, ``n_test = ceil(f * n)``,
+test = ``perm[:n_test]``, train = ``perm[n_test:]``, both in permutation order.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Split:
+    """A train/test split: ids in split order and the one-line rule that produced them."""
+
+    train: list[str]
+    test: list[str]
+    rule: str
+    source: dict[str, object] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        overlap = set(self.train) & set(self.test)
+        if overlap:
+            msg = f"train and test share ids: {sorted(overlap)[:5]}"
+            raise ValueError(msg)
+
+    def write(self, path: Path) -> None:
+        """Write ``{"train", "test", "rule", "source"}`` as JSON (the ``private/split.json`` form)."""
+        payload = {
+            "train": self.train,
+            "test": self.test,
+            "rule": self.rule,
+            "source": self.source,
+        }
+        Path(path).write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+
+    @classmethod
+    def read(cls, path: Path) -> Split:
+        """Read a split written by :meth:`write`."""
+        payload = json.loads(Path(path).read_text(encoding="utf-8"))
+        return cls(
+            train=list(payload["train"]),
+            test=list(payload["test"]),
+            rule=str(payload["rule"]),
+            source=dict(payload.get("source", {})),
+        )
+
+
+def shuffle_split(
+    keys: Sequence[str], *, test_fraction: float = 0.2, seed: int = 42, sort_keys: bool = True
+) -> Split:
+    """Split ``keys`` as ``sklearn.model_selection.train_test_split(shuffle=True)`` does.
+
+    Definition: keys are sorted (string sort) when ``sort_keys``; ``perm`` =
+    ``numpy.random.RandomState(seed).permutation(n)``; ``n_test = ceil(test_fraction * n)``;
+    test = keys[perm[:n_test]], train = keys[perm[n_test:]], each in permutation order.
+
+    Raises:
+        ValueError: duplicate keys, fewer than 2 keys, or a fraction outside (0, 1).
+    """
+    if not 0.0 < test_fraction < 1.0:
+        msg = f"test_fraction must be in (0, 1), got {test_fraction}"
+        raise ValueError(msg)
+    ordered = sorted(keys) if sort_keys else list(keys)
+    if len(set(ordered)) != len(ordered):
+        seen: set[str] = set()
+        dupes = sorted({k for k in ordered if k in seen or seen.add(k)})  # type: ignore[func-returns-value]
+        msg = f"duplicate keys cannot be split: {dupes[:5]}"
+        raise ValueError(msg)
+    n = len(ordered)
+    if n < 2:
+        msg = f"need at least 2 keys to split, got {n}"
+        raise ValueError(msg)
+    n_test = math.ceil(test_fraction * n)
+    perm = np.random.RandomState(seed).permutation(n)
+    rule = (
+        f"sorted keys; sklearn train_test_split(test_size={test_fraction}, "
+        f"random_state={seed}, shuffle=True)"
+    )
+    return Split(
+        train=[ordered[i] for i in perm[n_test:]],
+        test=[ordered[i] for i in perm[:n_test]],
+        rule=rule,
+    )
