@@ -102,7 +102,11 @@ def info(task: str, data_dir: DataDirOption = None) -> None:
         out.print(f"  metric {metric.key}: {metric.direction} is better{mark}")
     if not spec.is_implemented:
         out.print("[yellow]prepare and grade are not built for this task yet[/]")
-    state = "not prepared" if prepared is None else f"prepared ({'mini' if prepared['mini'] else 'full'})"
+    state = (
+        "not prepared"
+        if prepared is None
+        else f"prepared ({'mini' if prepared['mini'] else 'full'})"
+    )
     out.print(f"data: {dirs.root} — {state}")
 
 
@@ -210,7 +214,7 @@ def _print_ranking(task: str, metrics: dict[str, float], ranking: dict[str, obje
     table.add_column("value", justify="right")
     table.add_column("position", justify="right")
     positions = ranking["positions"]
-    assert isinstance(positions, dict)  # noqa: S101 - shape of Ranking.model_dump()
+    assert isinstance(positions, dict)
     for key, value in metrics.items():
         position = positions.get(key)
         table.add_row(key, f"{value:.6g}", "-" if position is None else f"{position:g}")
@@ -250,6 +254,22 @@ def rank(
         out.print_json(json.dumps(ranking.model_dump()))
         return
     _print_ranking(task, metrics, ranking.model_dump())
+
+
+# ---- commands of rexmle.runner (run, demo) -------------------------------------------------------
+def _register_runner_commands() -> None:
+    import importlib.util
+
+    if importlib.util.find_spec("rexmle.runner") and importlib.util.find_spec(
+        "rexmle.runner.commands"
+    ):
+        from rexmle.runner.commands import register
+
+        register(app)
+
+
+_register_runner_commands()
+# ---- end of runner hook ----------------------------------------------------------------------------
 
 
 def main() -> None:

@@ -91,7 +91,10 @@ class Leaderboard:
     def row_mean_positions(self) -> list[float]:
         """Mean position of every leaderboard row, ranked among the rows alone (row order)."""
         positions = np.column_stack(
-            [_min_rank(self.rows[m].to_numpy(dtype=float), self.directions[m]) for m in self.metrics]
+            [
+                _min_rank(self.rows[m].to_numpy(dtype=float), self.directions[m])
+                for m in self.metrics
+            ]
         )
         return [float(v) for v in positions.mean(axis=1)]
 

@@ -151,7 +151,7 @@ def read_geometry(path: Path) -> Geometry:
             return _itk_geometry(reader)
     except ImageReadError:
         raise
-    except Exception as err:  # noqa: BLE001 - any parser failure means "unreadable file"
+    except Exception as err:
         msg = f"{path.name}: cannot read the image header ({type(err).__name__}: {err})"
         raise ImageReadError(msg) from err
     return read_image(path).geometry
@@ -177,7 +177,7 @@ def read_image(path: Path) -> Image:
             return _read_tiff(path)
         if suffix in _PILLOW:
             return _read_pillow(path)
-    except Exception as err:  # noqa: BLE001 - any parser failure means "unreadable file"
+    except Exception as err:
         msg = f"{path.name}: cannot read the image ({type(err).__name__}: {err})"
         raise ImageReadError(msg) from err
     msg = (
@@ -240,7 +240,9 @@ def _image_2d(array: npt.NDArray[np.generic]) -> Image:
         return Image(array, _unit_geometry(array.shape, channels=1, dtype=str(array.dtype)))
     if array.ndim == 3:
         shape = (int(array.shape[0]), int(array.shape[1]))
-        return Image(array, _unit_geometry(shape, channels=int(array.shape[2]), dtype=str(array.dtype)))
+        return Image(
+            array, _unit_geometry(shape, channels=int(array.shape[2]), dtype=str(array.dtype))
+        )
     return Image(array, _unit_geometry(tuple(array.shape), channels=1, dtype=str(array.dtype)))
 
 

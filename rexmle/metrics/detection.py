@@ -5,8 +5,8 @@ default parameters after ``evaluate(); accumulate(); summarize()``: the same gre
 same 101-point interpolated precision, the same averaging order (so the same floating-point
 results), without the per-image Python loops.
 
-Boxes are ``[x, y, w, h]`` in pixels (COCO convention: origin at the top-left corner, x to the right,
-y down). Images are identified by their position in the sequences passed in.
+Boxes are ``[x, y, w, h]`` in pixels (COCO convention: origin at the top-left corner, x to the
+right, y down). Images are identified by their position in the sequences passed in.
 """
 
 from __future__ import annotations
@@ -322,8 +322,7 @@ def coco_box_stats(
     g_pos = np.arange(g_img.size)  # position = image order, then the image's own order
 
     d_img = np.concatenate(
-        [np.full(d.category_ids.size, i, dtype=np.int64) for i, d in enumerate(detections)]
-        or [[]]
+        [np.full(d.category_ids.size, i, dtype=np.int64) for i, d in enumerate(detections)] or [[]]
     ).astype(np.int64)
     d_cat_raw = np.concatenate([d.category_ids for d in detections] or [[]]).astype(np.int64)
     d_box = np.concatenate([d.boxes_xywh for d in detections] or [np.zeros((0, 4))]).reshape(-1, 4)
@@ -337,7 +336,12 @@ def coco_box_stats(
     g_key = g_cat * n_images + g_img
     d_key = d_cat * n_images + d_img
     g_order = np.lexsort((g_pos, g_key))
-    g_key, g_box, g_area, g_crowd = g_key[g_order], g_box[g_order], g_area[g_order], g_crowd[g_order]
+    g_key, g_box, g_area, g_crowd = (
+        g_key[g_order],
+        g_box[g_order],
+        g_area[g_order],
+        g_crowd[g_order],
+    )
     d_order = np.lexsort((d_pos, -d_score, d_key))
     d_key, d_box, d_score = d_key[d_order], d_box[d_order], d_score[d_order]
 

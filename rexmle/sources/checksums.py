@@ -11,7 +11,7 @@ SUPPORTED_ALGORITHMS = ("md5", "sha1", "sha256")
 """Algorithms a checksum string may name."""
 
 DEFAULT_ALGORITHMS = ("md5", "sha256")
-"""Algorithms always computed for a download (Zenodo and Figshare publish md5; manifests pin sha256)."""
+"""Always computed for a download: Zenodo and Figshare publish md5, manifests keep sha256."""
 
 _CHUNK_BYTES = 1 << 20
 
@@ -44,8 +44,7 @@ def parse_checksum(text: str) -> Checksum:
     expected_len = hashlib.new(algorithm).digest_size * 2
     if len(digest) != expected_len or any(c not in "0123456789abcdef" for c in digest):
         msg = (
-            f"checksum {text!r}: a {algorithm} digest has {expected_len} hex digits, "
-            f"got {digest!r}"
+            f"checksum {text!r}: a {algorithm} digest has {expected_len} hex digits, got {digest!r}"
         )
         raise ValueError(msg)
     return Checksum(algorithm, digest)

@@ -46,8 +46,7 @@ def resolve_figshare(
     where = f"{context}, {publisher}"
     direct = [f for f in source.files if f.url and f.url.startswith(("http://", "https://"))]
     resolved = {
-        f.name: RemoteFile(name=f.name, url=str(f.url), publisher=publisher)
-        for f in direct
+        f.name: RemoteFile(name=f.name, url=str(f.url), publisher=publisher) for f in direct
     }
     wanted = [f for f in source.files if f.name not in resolved]
     if not wanted:

@@ -328,10 +328,7 @@ def stream_to_part(
                 if on_progress is not None:
                     on_progress(start + received, total)
         if body_bytes is not None and received < body_bytes:
-            msg = (
-                f"{context}: connection to {url} closed after {start + received} of "
-                f"{total} bytes"
-            )
+            msg = f"{context}: connection to {url} closed after {start + received} of {total} bytes"
             raise RetryableError(msg)
         return StreamResult(start + received, hasher.digests(), resumed=state["resumed"])
 

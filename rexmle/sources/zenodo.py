@@ -48,9 +48,7 @@ def resolve_zenodo(
         raise DownloadError(msg)
     entries = metadata.get("files")
     if not isinstance(entries, list):
-        listing = get_json(
-            f"{url}/files", policy=policy, context=where, opener=opener, sleep=sleep
-        )
+        listing = get_json(f"{url}/files", policy=policy, context=where, opener=opener, sleep=sleep)
         entries = listing.get("entries") if isinstance(listing, dict) else None
         if not isinstance(entries, list):
             msg = f"{where}: neither {url} nor {url}/files lists the record's files"

@@ -94,9 +94,7 @@ def prepare(raw_dir: Path, public_dir: Path, private_dir: Path, *, seed: int = 4
         (gold_dir / "predictions").mkdir(parents=True, exist_ok=True)
         shutil.copyfile(files["msk"], gold_dir / relative)
         geometry = read_geometry(files["dwi"])
-        write_image(
-            public_dir / relative, np.zeros(geometry.shape, dtype=np.uint8), like=geometry
-        )
+        write_image(public_dir / relative, np.zeros(geometry.shape, dtype=np.uint8), like=geometry)
         sample_rows.append((subject, relative))
         gold_rows.append((subject, relative))
     write_submission_csv(public_dir / "sample_submission.csv", sample_rows)

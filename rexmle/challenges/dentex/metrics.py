@@ -1,0 +1,123 @@
+"""DENTEX metrics: COCO box AP/AR per hierarchy level and their means (spec dentex.md, "Metrics").
+
+For each level k (1 quadrant, 2 enumeration, 3 diagnosis) the reference boxes of
+``private/gt_coco.json`` and every submitted detection take ``category_id_k`` as their category,
+and COCO's bounding-box evaluation with default parameters runs over all test images at once
+(images in COCO id order, each image's detections in their submitted order). ``ap_<level>``,
+``ap50_<level>``, ``ap75_<level>`` and ``ar_<level>`` are ``stats[0]``, ``[1]``, ``[2]`` and
+``[8]``; the ``*_mean`` keys average the three levels.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rexmle.errors import HarnessError
+from rexmle.metrics.detection import ScoredBoxes, TruthBoxes, coco_box_stats
+
+LEVELS: tuple[tuple[str, str], ...] = (
+    ("quadrant", "category_id_1"),
+    ("enumeration", "category_id_2"),
+    ("diagnosis", "category_id_3"),
+)
+STATS: tuple[tuple[str, int], ...] = (("ap", 0), ("ap50", 1), ("ap75", 2), ("ar", 8))
+KEYS: tuple[str, ...] = tuple(
+    f"{stat}_{level}" for level in ("mean", *(name for name, _ in LEVELS)) for stat, _ in STATS
+)
+
+
+def load_truth(gt_path: Path) -> tuple[list[str], list[dict[str, Any]], list[list[dict[str, Any]]]]:
+    """Images of ``gt_coco.json`` in COCO id order: (public ids, image entries, annotations)."""
+    gt = json.loads(gt_path.read_text(encoding="utf-8"))
+    images = sorted(gt["images"], key=lambda image: int(image["id"]))
+    position = {int(image["id"]): i for i, image in enumerate(images)}
+    annotations: list[list[dict[str, Any]]] = [[] for _ in images]
+    for annotation in gt["annotations"]:
+        annotations[position[int(annotation["image_id"])]].append(annotation)
+    ids = [Path(str(image["file_name"])).stem for image in images]
+    return ids, images, annotations
+
+
+def _truth_boxes(annotations: list[dict[str, Any]], key: str) -> TruthBoxes:
+    return TruthBoxes(
+        boxes_xywh=np.asarray([a["bbox"] for a in annotations], dtype=np.float64).reshape(-1, 4),
+        category_ids=np.asarray([int(a[key]) for a in annotations], dtype=np.int64),
+        areas=np.asarray([float(a["area"]) for a in annotations], dtype=np.float64),
+        is_crowd=np.asarray([bool(a["iscrowd"]) for a in annotations], dtype=bool),
+    )
+
+
+def _scored_boxes(detections: list[dict[str, Any]], key: str) -> ScoredBoxes:
+    return ScoredBoxes(
+        boxes_xywh=np.asarray([d["bbox"] for d in detections], dtype=np.float64).reshape(-1, 4),
+        scores=np.asarray([float(d["score"]) for d in detections], dtype=np.float64),
+        category_ids=np.asarray([int(d[key]) for d in detections], dtype=np.int64),
+    )
+
+
+def dentex_scores(
+    truth: Sequence[list[dict[str, Any]]], detections: Sequence[list[dict[str, Any]]]
+) -> dict[str, float]:
+    """The 16 DENTEX leaderboard values from per-image annotations and detections.
+
+    Definition: per level, COCO ``stats[0]`` (AP@[.50:.95]), ``stats[1]`` (AP@.50),
+        ``stats[2]`` (AP@.75) and ``stats[8]`` (AR@100) of `coco_box_stats` with the level's
+        category id; ``*_mean`` = arithmetic mean of the three levels.
+    Units: fractions in [0, 1]; higher is better.
+    Empty: no detection in any image -> every key 0.0 (valid submission).
+    Follows: ``DentexChallenge`` in ibrahimethemhamamci/DENTEX
+        (``DentexChallenge-AlgorithmPhases-Evaluation-Docker/evaluation.py``, @5483fcf), which
+        runs pycocotools ``COCOeval`` per level with default parameters.
+    Differs: pycocotools ``loadRes`` crashes on an empty detection list; here that gives 0.0,
+        the value COCO's formulas assign when nothing is detected.
+
+    Args:
+        truth: per image (COCO id order), its annotations with ``bbox``, ``area``, ``iscrowd``
+            and ``category_id_1/2/3``.
+        detections: per image, aligned with ``truth``, the detections in submitted order.
+
+    Returns:
+        Every key of `KEYS`.
+
+    Raises:
+        HarnessError: the lengths differ, or COCO leaves a statistic undefined (-1) because a
+            level has no reference box (prepare rules that out).
+    """
+    if len(truth) != len(detections):
+        msg = f"{len(truth)} reference images but {len(detections)} detection lists"
+        raise HarnessError(msg)
+    if not any(detections):
+        return dict.fromkeys(KEYS, 0.0)
+    values: dict[str, float] = {}
+    for level, key in LEVELS:
+        stats = coco_box_stats(
+            [_truth_boxes(a, key) for a in truth],
+            [_scored_boxes(d, key) for d in detections],
+            no_truth="minus_one",
+        ).stats
+        for stat, index in STATS:
+            value = float(stats[index])
+            if value < 0:
+                msg = f"DENTEX {stat}_{level}: COCO returned {value} (no reference box at this level)"
+                raise HarnessError(msg)
+            values[f"{stat}_{level}"] = value
+    for stat, _ in STATS:
+        values[f"{stat}_mean"] = float(np.mean([values[f"{stat}_{level}"] for level, _ in LEVELS]))
+    return {key: values[key] for key in KEYS}
+
+
+def per_image_counts(
+    ids: Sequence[str],
+    truth: Sequence[list[dict[str, Any]]],
+    detections: Mapping[str, list[dict[str, Any]]],
+) -> list[dict[str, object]]:
+    """One row per image for the grade report: GT box and detection counts (COCO is dataset-level)."""
+    return [
+        {"case_id": case_id, "n_truth": len(boxes), "n_detections": len(detections[case_id])}
+        for case_id, boxes in zip(ids, truth, strict=True)
+    ]

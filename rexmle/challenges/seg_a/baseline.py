@@ -1,0 +1,64 @@
+"""Non-LLM baseline for SEG.A: an intensity window fitted on the training cases.
+
+Model: a voxel is aorta when its HU value is at least ``t``; of the resulting mask only the
+largest 26-connected component is kept (the aortic tree is one connected object). ``t`` is chosen
+on the training cases to maximise mean Dice over a fixed grid of HU values. Deterministic; needs
+numpy and scipy only.
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import numpy as np
+from scipy import ndimage
+
+from rexmle.challenges.seg_a.prepare import prediction_name, write_submission_csv
+from rexmle.io import read_image, write_image
+
+THRESHOLDS_HU = np.arange(-100.0, 701.0, 20.0)
+_BOX = np.ones((3, 3, 3), dtype=bool)
+
+
+def largest_component(mask: np.ndarray) -> np.ndarray:
+    """The largest 26-connected component of ``mask`` (empty stays empty)."""
+    labels, count = ndimage.label(mask, structure=_BOX)
+    if count <= 1:
+        return mask
+    sizes = np.bincount(labels.ravel())
+    sizes[0] = 0
+    return labels == int(np.argmax(sizes))
+
+
+def _dice(pred: np.ndarray, truth: np.ndarray) -> float:
+    total = int(pred.sum()) + int(truth.sum())
+    return 1.0 if total == 0 else 2.0 * int((pred & truth).sum()) / total
+
+
+def solve(public_dir: Path, submission_dir: Path, *, seed: int = 0) -> None:
+    """Fit the threshold on ``public_dir/train`` and write masks for ``public_dir/test``."""
+    train_ids = sorted(p.name[: -len(".nrrd")] for p in (public_dir / "train" / "images").glob("*.nrrd"))
+    images = [
+        np.asarray(read_image(public_dir / "train" / "images" / f"{i}.nrrd").array, dtype=float)
+        for i in train_ids
+    ]
+    truths = [
+        np.asarray(read_image(public_dir / "train" / "labels" / f"{i}.seg.nrrd").array) == 1
+        for i in train_ids
+    ]
+    scores = [
+        np.mean([_dice(largest_component(x >= t), g) for x, g in zip(images, truths, strict=True)])
+        for t in THRESHOLDS_HU
+    ]
+    threshold = float(THRESHOLDS_HU[int(np.argmax(scores))])
+    with open(public_dir / "sample_submission.csv", newline="", encoding="utf-8") as handle:
+        test_ids = [row["image_id"] for row in csv.DictReader(handle)]
+    rows = []
+    for case_id in test_ids:
+        image = read_image(public_dir / "test" / "images" / f"{case_id}.nrrd")
+        mask = largest_component(np.asarray(image.array, dtype=float) >= threshold)
+        relative = prediction_name(case_id)
+        write_image(submission_dir / relative, mask.astype(np.uint8), like=image.geometry)
+        rows.append((case_id, relative))
+    write_submission_csv(submission_dir / "submission.csv", rows)

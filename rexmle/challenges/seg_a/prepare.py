@@ -1,0 +1,145 @@
+"""SEG.A raw -> public/private (spec seg_a.md, "Source", "Split", "Public/Private layout")."""
+
+from __future__ import annotations
+
+import csv
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from rexmle.errors import DataError
+from rexmle.io import Geometry, ImageReadError, read_geometry, read_image, write_image
+from rexmle.split import Split, shuffle_split
+
+SUBMISSION_COLUMNS = ("image_id", "predicted_mask_path")
+SPACING_TOLERANCE_MM = 1e-4
+_CASE_ID = re.compile(r"^[A-Za-z0-9_-]+$")
+_MASK_SUFFIX = ".seg.nrrd"
+
+
+@dataclass(frozen=True)
+class RawCase:
+    """One AVT case: its CTA image and its aortic vessel tree mask."""
+
+    case_id: str
+    image: Path
+    mask: Path
+
+
+def prediction_name(case_id: str) -> str:
+    """Relative path of a case's mask in the sample submission and in gold."""
+    return f"predictions/{case_id}.seg.nrrd"
+
+
+def discover_cases(raw_dir: Path) -> dict[str, RawCase]:
+    """Every ``<id>.nrrd`` with a sibling ``<id>.seg.nrrd`` anywhere under ``raw_dir``.
+
+    Raises:
+        DataError: no case, a duplicate id, or an id with characters outside [A-Za-z0-9_-].
+    """
+    cases: dict[str, RawCase] = {}
+    for image in sorted(raw_dir.rglob("*.nrrd")):
+        if image.name.endswith(_MASK_SUFFIX):
+            continue
+        case_id = image.name[: -len(".nrrd")]
+        mask = image.with_name(case_id + _MASK_SUFFIX)
+        if not mask.is_file():
+            continue
+        if not _CASE_ID.match(case_id):
+            msg = f"SEG.A case {image.relative_to(raw_dir)}: id {case_id!r} has characters "
+            msg += "outside [A-Za-z0-9_-]"
+            raise DataError(msg)
+        if case_id in cases:
+            first = cases[case_id].image.relative_to(raw_dir)
+            msg = f"SEG.A case id {case_id!r} appears twice: {first} and {image.relative_to(raw_dir)}"
+            raise DataError(msg)
+        cases[case_id] = RawCase(case_id=case_id, image=image, mask=mask)
+    if not cases:
+        msg = f"no SEG.A cases (<id>.nrrd beside <id>.seg.nrrd) found under {raw_dir}"
+        raise DataError(msg)
+    return cases
+
+
+def check_case(case: RawCase) -> Geometry:
+    """Assert image and mask share a 3-D grid and the mask is a non-empty {0, 1} mask.
+
+    Returns:
+        The image geometry.
+
+    Raises:
+        DataError: a file is unreadable, not 3-D, the grids differ, or the mask values are wrong.
+    """
+    try:
+        image = read_geometry(case.image)
+        mask = read_image(case.mask)
+    except ImageReadError as err:
+        msg = f"SEG.A case {case.case_id}: {err}"
+        raise DataError(msg) from err
+    grid = mask.geometry
+    if len(image.shape) != 3 or len(grid.shape) != 3 or image.channels != 1 or grid.channels != 1:
+        msg = (
+            f"SEG.A case {case.case_id}: image {image.shape} and mask {grid.shape} must both be "
+            f"3-D single-component volumes"
+        )
+        raise DataError(msg)
+    if not image.matches(grid, spacing_tol_mm=SPACING_TOLERANCE_MM):
+        msg = (
+            f"SEG.A case {case.case_id}: image grid {image.shape} @ {image.spacing_mm} mm differs "
+            f"from the mask grid {grid.shape} @ {grid.spacing_mm} mm"
+        )
+        raise DataError(msg)
+    values = np.unique(np.asarray(mask.array)).tolist()
+    if not set(values) <= {0, 1} or 1 not in values:
+        msg = (
+            f"SEG.A case {case.case_id}: mask values {values} must be within {{0, 1}} with at "
+            f"least one foreground voxel"
+        )
+        raise DataError(msg)
+    return image
+
+
+def write_submission_csv(path: Path, rows: list[tuple[str, str]]) -> None:
+    """Write ``image_id,predicted_mask_path`` rows."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(SUBMISSION_COLUMNS)
+        writer.writerows(rows)
+
+
+def prepare(raw_dir: Path, public_dir: Path, private_dir: Path, *, seed: int = 42) -> Split:
+    """Copy raw files into the public/private layout and write gold and the sample submission."""
+    cases = discover_cases(raw_dir)
+    geometries = {case_id: check_case(case) for case_id, case in cases.items()}
+    by_id = shuffle_split(list(cases), test_fraction=0.2, seed=seed)
+    split = Split(
+        train=by_id.train,
+        test=by_id.test,
+        rule=by_id.rule + "; id = file stem of <id>.nrrd (string order, D10 before D2)",
+        source={"dataset": "AVT (SEG.A 2023)", "figshare_article": "14806362", "version": "1"},
+    )
+    for case_id in split.train:
+        case = cases[case_id]
+        _copy(case.image, public_dir / "train" / "images" / f"{case_id}.nrrd")
+        _copy(case.mask, public_dir / "train" / "labels" / f"{case_id}.seg.nrrd")
+    gold_dir = private_dir / "gold"
+    rows: list[tuple[str, str]] = []
+    for case_id in sorted(split.test):
+        case = cases[case_id]
+        _copy(case.image, public_dir / "test" / "images" / f"{case_id}.nrrd")
+        relative = prediction_name(case_id)
+        _copy(case.mask, gold_dir / relative)
+        geometry = geometries[case_id]
+        write_image(public_dir / relative, np.zeros(geometry.shape, dtype=np.uint8), like=geometry)
+        rows.append((case_id, relative))
+    write_submission_csv(public_dir / "sample_submission.csv", rows)
+    write_submission_csv(gold_dir / "submission.csv", rows)
+    return split
+
+
+def _copy(source: Path, target: Path) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(source, target)
