@@ -162,10 +162,8 @@ class Leaderboard:
 
 def _min_rank(values: np.ndarray, direction: Direction) -> np.ndarray:
     """Positions 1..n with "min" ties: 1 + number of values strictly better than each value."""
-    if direction == "higher":
-        better = values[None, :] > values[:, None]
-    else:
-        better = values[None, :] < values[:, None]
+    others, mine = values[None, :], values[:, None]
+    better = others > mine if direction == "higher" else others < mine
     return 1 + better.sum(axis=1)
 
 

@@ -26,10 +26,12 @@ class Split:
     test: list[str]
     rule: str
     source: dict[str, object] = field(default_factory=dict)
+    ids_may_repeat_across_sets: bool = False
+    """True where train and test are numbered independently (LDCT-IQA's official sets)."""
 
     def __post_init__(self) -> None:
         overlap = set(self.train) & set(self.test)
-        if overlap:
+        if overlap and not self.ids_may_repeat_across_sets:
             msg = f"train and test share ids: {sorted(overlap)[:5]}"
             raise ValueError(msg)
 

@@ -30,8 +30,8 @@ import numpy.typing as npt
 from scipy import ndimage
 from scipy.spatial import cKDTree
 
-from rexmle.metrics.overlap import check_mask_pair, check_same_shape
-from rexmle.metrics.topology import VALID_CONNECTIVITIES
+from rexmle.metrics.overlap import check_mask_pair
+from rexmle.metrics.topology import VALID_CONNECTIVITIES, label_boxes
 
 __all__ = [
     "SurfaceDistances",
@@ -451,44 +451,6 @@ def average_symmetric_surface_distance(
     return distances.average_symmetric_mm()
 
 
-def _check_label_map(name: str, labels: np.ndarray) -> None:
-    if not isinstance(labels, np.ndarray) or labels.dtype.kind not in "ui":
-        msg = f"{name} must be an integer label map"
-        raise TypeError(msg)
-    if labels.dtype.kind == "i" and labels.size and int(labels.min()) < 0:
-        msg = f"{name} has negative labels; label maps hold values >= 0"
-        raise ValueError(msg)
-
-
-def label_boxes(
-    pred_labels: np.ndarray, truth_labels: np.ndarray, *, margin: int = 2
-) -> dict[int, tuple[slice, ...]]:
-    """Bounding box of every non-zero label of either map (union of both boxes), with margin.
-
-    Uses `scipy.ndimage.find_objects`, so no per-label full-size mask is built.
-    """
-    boxes: dict[int, tuple[slice, ...]] = {}
-    for labels in (pred_labels, truth_labels):
-        for index, found in enumerate(ndimage.find_objects(labels)):
-            if found is None:
-                continue
-            label = index + 1
-            if label in boxes:
-                found = tuple(
-                    slice(min(a.start, b.start), max(a.stop, b.stop))
-                    for a, b in zip(boxes[label], found, strict=True)
-                )
-            boxes[label] = found
-    shape = pred_labels.shape
-    return {
-        label: tuple(
-            slice(max(s.start - margin, 0), min(s.stop + margin, n))
-            for s, n in zip(box, shape, strict=True)
-        )
-        for label, box in sorted(boxes.items())
-    }
-
-
 def per_label_hd95(
     pred_labels: npt.NDArray[np.integer],
     truth_labels: npt.NDArray[np.integer],
@@ -520,11 +482,8 @@ def per_label_hd95(
         TypeError: an input is not an integer array.
         ValueError: shapes differ, labels are negative, or the spacing is invalid.
     """
-    _check_label_map("pred_labels", pred_labels)
-    _check_label_map("truth_labels", truth_labels)
-    check_same_shape(pred_labels, truth_labels)
+    boxes = label_boxes(pred_labels, truth_labels, margin=2)
     _check_spacing(spacing_mm, pred_labels.ndim)
-    boxes = label_boxes(pred_labels, truth_labels)
     chosen = sorted(boxes) if labels is None else sorted({int(label) for label in labels})
     result: dict[int, float] = {}
     for label in chosen:

@@ -13,9 +13,9 @@ from rexmle.sources.errors import (
     UnsafeArchiveError,
 )
 from rexmle.sources.extract import safe_extract
-from rexmle.sources.fetch import download_task_files, fetch_task_raw
+from rexmle.sources.fetch import download_task_files, fetch_task_raw, task_raw_dir
 from rexmle.sources.http import RetryPolicy
-from rexmle.sources.manifest import SourceManifest, read_manifest
+from rexmle.sources.manifest import SourceManifest, raw_problems, read_manifest
 
 __all__ = [
     "ChecksumMismatchError",
@@ -27,6 +27,8 @@ __all__ = [
     "UnsafeArchiveError",
     "download_task_files",
     "fetch_task_raw",
+    "raw_problems",
     "read_manifest",
     "safe_extract",
+    "task_raw_dir",
 ]

@@ -42,6 +42,7 @@ from rexmle.sources.http import RetryPolicy, make_opener, stream_to_part
 from rexmle.sources.manifest import (
     DownloadedFile,
     ExtractedArchive,
+    Outcome,
     SourceManifest,
     now_utc,
     read_manifest,
@@ -88,6 +89,11 @@ def _where(source: SourceSpec, file: SourceFile) -> str:
 
 class _Cancelled(DownloadError):
     """Raised inside a worker when the fetch is interrupted."""
+
+
+def task_raw_dir(task: TaskSpec, data_dir: Path) -> Path:
+    """``<data_dir>/<task.raw_folder>/raw``: where `fetch_task_raw` puts a task's sources."""
+    return Path(data_dir) / task.raw_folder / "raw"
 
 
 def fetch_task_raw(
@@ -503,7 +509,7 @@ def _download(
                     job.context,
                     result.digests["sha256"],
                 )
-            outcome = "resumed" if result.resumed else "downloaded"
+            outcome: Outcome = "resumed" if result.resumed else "downloaded"
             return _record(job, final, result.size_bytes, result.digests, url, outcome)
         part.unlink(missing_ok=True)
         if attempt == 1:
@@ -524,7 +530,7 @@ def _record(
     size_bytes: int,
     digests: dict[str, str],
     url: str,
-    outcome: str,
+    outcome: Outcome,
 ) -> DownloadedFile:
     checksums, sizes = _expectations(job)
     return DownloadedFile(
@@ -539,7 +545,7 @@ def _record(
         licence=job.source.licence,
         source_licence=job.remote.source_licence if job.remote else None,
         path=str(path.resolve()),
-        outcome=outcome,  # type: ignore[arg-type]
+        outcome=outcome,
     )
 
 

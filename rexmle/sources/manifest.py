@@ -125,6 +125,14 @@ def read_manifest(raw_dir: Path) -> SourceManifest | None:
         return None
 
 
+def raw_problems(task: TaskSpec, raw_dir: Path) -> list[str]:
+    """Why ``raw_dir`` does not (yet) hold ``task``'s verified sources; empty when it does."""
+    manifest = read_manifest(raw_dir)
+    if manifest is None:
+        return [f"no readable {MANIFEST_NAME} in {raw_dir}"]
+    return manifest.problems_for(task, raw_dir)
+
+
 def write_manifest(raw_dir: Path, manifest: SourceManifest) -> Path:
     """Write the manifest atomically (temporary file, then rename)."""
     raw_dir.mkdir(parents=True, exist_ok=True)

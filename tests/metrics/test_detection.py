@@ -227,7 +227,9 @@ def test_equals_pycocotools_on_random_cases(seed):
     truth, dets = _random_case(rng)
     while sum(t.category_ids.size for t in truth) == 0 or sum(d.scores.size for d in dets) == 0:
         truth, dets = _random_case(rng)  # pycocotools cannot run these two cases
-    np.testing.assert_array_equal(coco_box_stats(truth, dets).stats, _pycocotools_stats(truth, dets))
+    np.testing.assert_array_equal(
+        coco_box_stats(truth, dets).stats, _pycocotools_stats(truth, dets)
+    )
 
 
 def test_equals_pycocotools_on_a_dentex_sized_case():
@@ -244,7 +246,9 @@ def test_equals_pycocotools_on_a_dentex_sized_case():
         extra = np.hstack([rng.uniform(0, 2500, (5, 2)), rng.uniform(20, 300, (5, 2))])
         det_cats = np.concatenate([cats[keep], rng.integers(0, 9, 5)])
         dets.append(_dets(np.vstack([moved, extra]), rng.random(moved.shape[0] + 5), det_cats))
-    np.testing.assert_array_equal(coco_box_stats(truth, dets).stats, _pycocotools_stats(truth, dets))
+    np.testing.assert_array_equal(
+        coco_box_stats(truth, dets).stats, _pycocotools_stats(truth, dets)
+    )
 
 
 # ---------------------------------------------------------------- properties

@@ -115,6 +115,10 @@ class SourceServer:
         if route.handler is not None:
             route.handler(h, query)
             return
+        self.serve_body(h, route)
+
+    def serve_body(self, h: BaseHTTPRequestHandler, route: Route) -> None:
+        """Answer with the route's bytes: Range, corruption and dropping as configured."""
         body = route.body
         if route.corrupt_times > 0:
             route.corrupt_times -= 1

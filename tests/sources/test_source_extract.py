@@ -64,8 +64,14 @@ def test_zip_extracts_into_target_with_counts(tmp_path):
     assert (result.member_count, result.file_count, result.uncompressed_bytes) == (3, 2, 15)
     assert uncompressed_size(archive) == 15
     # no staging folder left beside the target
-    assert _tree(tmp_path) == {"a.zip", "raw", "raw/top", "raw/top/x.txt", "raw/top/sub",
-                               "raw/top/sub/y.bin"}
+    assert _tree(tmp_path) == {
+        "a.zip",
+        "raw",
+        "raw/top",
+        "raw/top/x.txt",
+        "raw/top/sub",
+        "raw/top/sub/y.bin",
+    }
 
 
 def test_tar_gz_extracts_and_keeps_inside_symlinks(tmp_path):
@@ -183,8 +189,16 @@ def _fifo(name: str) -> tarfile.TarInfo:
         ([(_chr_device("dev/null"), None)], "device"),
         ([(_fifo("pipe"), None)], "device"),
     ],
-    ids=["dotdot", "absolute", "symlink-abs", "symlink-up", "hardlink-up", "hardlink-abs",
-         "chardev", "fifo"],
+    ids=[
+        "dotdot",
+        "absolute",
+        "symlink-abs",
+        "symlink-up",
+        "hardlink-up",
+        "hardlink-abs",
+        "chardev",
+        "fifo",
+    ],
 )
 def test_tar_with_unsafe_member_is_refused_and_nothing_is_written(tmp_path, members, reason):
     archive = _tar(tmp_path / "evil.tar.gz", [(_file("ok.txt"), b"fine"), *members])

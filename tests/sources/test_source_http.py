@@ -67,7 +67,7 @@ def test_retries_stop_when_the_wait_budget_would_be_exceeded():
         raise RetryableError("boom")
 
     policy = RetryPolicy(max_attempts=100, backoff_initial_s=1.0, max_total_wait_s=5.0)
-    with pytest.raises(DownloadError, match="retry budget of 5.0 s"):
+    with pytest.raises(DownloadError, match=r"retry budget of 5\.0 s"):
         call_with_retries(always_fails, policy=policy, sleep=sleeps.append)
     # waits 1 + 2 = 3 s; the next (4 s) would make 7 > 5
     assert sleeps == [1.0, 2.0]

@@ -38,7 +38,9 @@ def _dice(pred: np.ndarray, truth: np.ndarray) -> float:
 
 def solve(public_dir: Path, submission_dir: Path, *, seed: int = 0) -> None:
     """Fit the threshold on ``public_dir/train`` and write masks for ``public_dir/test``."""
-    train_ids = sorted(p.name[: -len(".nrrd")] for p in (public_dir / "train" / "images").glob("*.nrrd"))
+    train_ids = sorted(
+        p.name[: -len(".nrrd")] for p in (public_dir / "train" / "images").glob("*.nrrd")
+    )
     images = [
         np.asarray(read_image(public_dir / "train" / "images" / f"{i}.nrrd").array, dtype=float)
         for i in train_ids

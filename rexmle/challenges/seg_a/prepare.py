@@ -54,7 +54,9 @@ def discover_cases(raw_dir: Path) -> dict[str, RawCase]:
             raise DataError(msg)
         if case_id in cases:
             first = cases[case_id].image.relative_to(raw_dir)
-            msg = f"SEG.A case id {case_id!r} appears twice: {first} and {image.relative_to(raw_dir)}"
+            msg = (
+                f"SEG.A case id {case_id!r} appears twice: {first} and {image.relative_to(raw_dir)}"
+            )
             raise DataError(msg)
         cases[case_id] = RawCase(case_id=case_id, image=image, mask=mask)
     if not cases:

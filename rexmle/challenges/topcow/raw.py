@@ -90,7 +90,9 @@ def discover_cases(raw_dir: Path, modality: str) -> dict[str, RawCase]:
         msg = "TopCoW raw data is incomplete: " + "; ".join(problems)
         raise DataError(msg)
     if not cases:
-        msg = f"no TopCoW {modality} images (topcow_{modality}_<pid>_0000.nii.gz) in {root / IMAGES}"
+        msg = (
+            f"no TopCoW {modality} images (topcow_{modality}_<pid>_0000.nii.gz) in {root / IMAGES}"
+        )
         raise DataError(msg)
     return cases
 

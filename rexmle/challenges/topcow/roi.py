@@ -36,7 +36,9 @@ class Box:
             ValueError: the box does not overlap the array.
         """
         slices = []
-        for axis, (start, size, dim) in enumerate(zip(self.location, self.size, shape, strict=True)):
+        for axis, (start, size, dim) in enumerate(
+            zip(self.location, self.size, shape, strict=True)
+        ):
             first, last = max(0, start), min(dim - 1, start + size - 1)
             if last < first:
                 msg = f"box {self} lies outside the array of shape {tuple(shape)} on axis {axis}"
@@ -80,8 +82,4 @@ def format_roi_text(box: Box) -> str:
     """The raw 3-line ROI text of ``box`` (the format of the official release)."""
     sx, sy, sz = box.size
     x, y, z = box.location
-    return (
-        "--- ROI Meta Data ---\n"
-        f"Size (Voxels): {sx} {sy} {sz}\n"
-        f"Location (Voxels): {x} {y} {z}\n"
-    )
+    return f"--- ROI Meta Data ---\nSize (Voxels): {sx} {sy} {sz}\nLocation (Voxels): {x} {y} {z}\n"

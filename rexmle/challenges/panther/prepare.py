@@ -1,0 +1,221 @@
+"""PANTHER raw -> public/private (spec panther.md, "Source", "Split", "Public/Private layout").
+
+Both tasks read the shared raw folder; each finds its own cases by strict file-name patterns
+(recursive search, folder nesting not relied on). A file belongs to a task when its parent folder
+is named as in the table below and its name matches the pattern exactly:
+
+=====  ======================  ============================  ====================
+task   image (``ImagesTr/``)   label (``LabelsTr/``)         id
+=====  ======================  ============================  ====================
+1      ``DDDDD_0001_0000.mha`` ``DDDDD_0001.mha``            ``DDDDD_0001``
+2      ``DDDDD_0000.mha``      ``DDDDD.mha``                 ``DDDDD``
+=====  ======================  ============================  ====================
+"""
+
+from __future__ import annotations
+
+import csv
+import logging
+import re
+import shutil
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from rexmle.errors import DataError
+from rexmle.io import Geometry, ImageReadError, read_geometry, read_image, write_image
+from rexmle.split import Split, shuffle_split
+
+log = logging.getLogger(__name__)
+
+SUBMISSION_COLUMNS = ("image_id", "predicted_mask_path")
+SPACING_TOLERANCE_MM = 1e-4
+TUMOUR = 1
+KNOWN_LABEL_VALUES = frozenset({0, 1, 2})
+"""0 background, 1 tumour, 2 pancreas; any other value stops preparation."""
+
+
+@dataclass(frozen=True)
+class TaskLayout:
+    """How one PANTHER task names its files."""
+
+    number: int
+    image_pattern: re.Pattern[str]
+    label_pattern: re.Pattern[str]
+    has_unlabelled: bool
+
+    def image_name(self, case_id: str) -> str:
+        """File name of a case's image (public train/test folders keep the raw names)."""
+        return f"{case_id}_0000.mha"
+
+    def label_name(self, case_id: str) -> str:
+        """File name of a case's label."""
+        return f"{case_id}.mha"
+
+
+LAYOUTS = {
+    1: TaskLayout(
+        1, re.compile(r"^(\d{5}_0001)_0000\.mha$"), re.compile(r"^(\d{5}_0001)\.mha$"), True
+    ),
+    2: TaskLayout(2, re.compile(r"^(\d{5})_0000\.mha$"), re.compile(r"^(\d{5})\.mha$"), False),
+}
+
+
+@dataclass(frozen=True)
+class RawCase:
+    """One labelled PANTHER case."""
+
+    case_id: str
+    image: Path
+    label: Path
+
+
+def prediction_name(case_id: str) -> str:
+    """Relative path of a case's mask in the sample submission and in gold."""
+    return f"predictions/{case_id}.mha"
+
+
+def _matches(raw_dir: Path, folder: str, pattern: re.Pattern[str]) -> dict[str, list[Path]]:
+    found: dict[str, list[Path]] = defaultdict(list)
+    for path in sorted(raw_dir.rglob("*.mha")):
+        match = pattern.match(path.name)
+        if match is not None and path.parent.name == folder:
+            found[match.group(1)].append(path)
+    return found
+
+
+def discover_cases(raw_dir: Path, layout: TaskLayout) -> dict[str, RawCase]:
+    """Every case of one task; each id must have exactly one image and exactly one label.
+
+    Raises:
+        DataError: no case, an id with several images or labels, or an image without a label
+            (or the reverse).
+    """
+    images = _matches(raw_dir, "ImagesTr", layout.image_pattern)
+    labels = _matches(raw_dir, "LabelsTr", layout.label_pattern)
+    problems = []
+    for case_id in sorted(set(images) | set(labels)):
+        n_images, n_labels = len(images.get(case_id, [])), len(labels.get(case_id, []))
+        if (n_images, n_labels) != (1, 1):
+            problems.append(f"{case_id}: {n_images} image(s), {n_labels} label(s)")
+    if problems:
+        msg = (
+            f"PANTHER task {layout.number}: every case needs exactly one image and one label "
+            f"under {raw_dir}; found " + "; ".join(problems[:10])
+        )
+        raise DataError(msg)
+    if not images:
+        msg = f"no PANTHER task {layout.number} cases found under {raw_dir}"
+        raise DataError(msg)
+    return {
+        case_id: RawCase(case_id, images[case_id][0], labels[case_id][0])
+        for case_id in sorted(images)
+    }
+
+
+def unlabelled_images(raw_dir: Path) -> list[Path]:
+    """Task-1 unlabelled images (``**/ImagesTr_unlabeled/*.mha``), sorted."""
+    return sorted(p for p in raw_dir.rglob("*.mha") if p.parent.name == "ImagesTr_unlabeled")
+
+
+def check_case(case: RawCase) -> tuple[Geometry, Geometry, set[int], int]:
+    """Read one case and check that image and label share a 3-D grid.
+
+    Returns:
+        Image geometry, label geometry, the label values present and the tumour voxel count.
+
+    Raises:
+        DataError: unreadable file, not 3-D, grids differ, or unknown label values.
+    """
+    try:
+        image = read_geometry(case.image)
+        label = read_image(case.label)
+    except ImageReadError as err:
+        msg = f"PANTHER case {case.case_id}: {err}"
+        raise DataError(msg) from err
+    grid = label.geometry
+    if len(image.shape) != 3 or len(grid.shape) != 3 or image.channels != 1 or grid.channels != 1:
+        msg = (
+            f"PANTHER case {case.case_id}: image {image.shape} and label {grid.shape} must be "
+            f"3-D single-component volumes"
+        )
+        raise DataError(msg)
+    if not image.matches(grid, spacing_tol_mm=SPACING_TOLERANCE_MM):
+        msg = (
+            f"PANTHER case {case.case_id}: image grid {image.shape} @ {image.spacing_mm} mm "
+            f"differs from the label grid {grid.shape} @ {grid.spacing_mm} mm"
+        )
+        raise DataError(msg)
+    array = np.asarray(label.array)
+    values = {int(v) for v in np.unique(array)}
+    if not values <= KNOWN_LABEL_VALUES:
+        msg = (
+            f"PANTHER case {case.case_id}: label values {sorted(values)} are outside "
+            f"{sorted(KNOWN_LABEL_VALUES)} (0 background, 1 tumour, 2 pancreas)"
+        )
+        raise DataError(msg)
+    return image, grid, values, int(np.count_nonzero(array == TUMOUR))
+
+
+def write_submission_csv(path: Path, rows: list[tuple[str, str]]) -> None:
+    """Write ``image_id,predicted_mask_path`` rows."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(SUBMISSION_COLUMNS)
+        writer.writerows(rows)
+
+
+def prepare(
+    raw_dir: Path, public_dir: Path, private_dir: Path, *, task: int, seed: int = 42
+) -> Split:
+    """Copy one task's raw files into the public/private layout; write gold and the sample."""
+    layout = LAYOUTS[task]
+    cases = discover_cases(raw_dir, layout)
+    checked = {case_id: check_case(case) for case_id, case in cases.items()}
+    label_values = sorted(set().union(*(values for _, _, values, _ in checked.values())))
+    log.info("PANTHER task %d: label values found %s", task, label_values)
+    by_id = shuffle_split(list(cases), test_fraction=0.2, seed=seed)
+    empty_test = [i for i in by_id.test if checked[i][3] == 0]
+    if empty_test:
+        msg = f"PANTHER task {task}: test case(s) {empty_test} have no tumour voxel (label 1)"
+        raise DataError(msg)
+    split = Split(
+        train=by_id.train,
+        test=by_id.test,
+        rule=by_id.rule + f"; task-{task} ids from the strict file-name patterns",
+        source={
+            "dataset": f"PANTHER 2025 task {task}",
+            "zenodo_record": "15192302",
+            "label_values": label_values,
+        },
+    )
+    for case_id in split.train:
+        case = cases[case_id]
+        _copy(case.image, public_dir / "train" / "images" / case.image.name)
+        _copy(case.label, public_dir / "train" / "labels" / case.label.name)
+    if layout.has_unlabelled:
+        for path in unlabelled_images(raw_dir):
+            _copy(path, public_dir / "train_unlabeled" / "images" / path.name)
+    gold_dir = private_dir / "gold"
+    rows: list[tuple[str, str]] = []
+    for case_id in sorted(split.test):
+        case = cases[case_id]
+        image_geometry, label_geometry, _, _ = checked[case_id]
+        _copy(case.image, public_dir / "test" / "images" / case.image.name)
+        relative = prediction_name(case_id)
+        tumour = np.asarray(read_image(case.label).array) == TUMOUR
+        write_image(gold_dir / relative, tumour.astype(np.uint8), like=label_geometry)
+        empty = np.zeros(image_geometry.shape, dtype=np.uint8)
+        write_image(public_dir / relative, empty, like=image_geometry)
+        rows.append((case_id, relative))
+    write_submission_csv(public_dir / "sample_submission.csv", rows)
+    write_submission_csv(gold_dir / "submission.csv", rows)
+    return split
+
+
+def _copy(source: Path, target: Path) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(source, target)

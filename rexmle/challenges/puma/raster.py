@@ -1,0 +1,124 @@
+"""Rasterising polygons on the pixel grid of a ROI (spec puma.md, "Conversions").
+
+Convention: pixel (row r, column c) is covered by a polygon when its centre (x = c + 0.5,
+y = r + 0.5) lies inside, under the even-odd rule over all rings of the polygon (so holes are
+left out). This is centre sampling as ``rasterio.features.rasterize(..., all_touched=False)``
+with an identity transform does it. A centre exactly on an edge is decided by a half-open rule:
+inside on a left or upper edge, outside on a right or lower edge, so two polygons sharing an edge
+never both cover a pixel there.
+
+The scanline is vectorised with numpy: every edge is crossed with the rows whose centre line it
+spans (half-open in y), and a crossing at x toggles every pixel whose centre lies at or right of
+x. Cost grows with the polygon's height and vertex count, not with its area times its vertex
+count (``skimage.draw.polygon`` tests every pixel of the bounding box against every edge and
+takes seconds on a 1024 x 1024 tissue polygon).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from rexmle.challenges.puma.geojson import Feature, Ring
+
+
+def polygon_mask(rings: Sequence[Ring], shape: tuple[int, int]) -> npt.NDArray[np.bool_]:
+    """Pixels of a ``shape`` grid whose centre lies inside a polygon (even-odd over its rings).
+
+    Args:
+        rings: the polygon's rings as (n, 2) arrays of (x, y); the exterior and the holes. A ring
+            may or may not repeat its first vertex at the end.
+        shape: (height, width) of the grid.
+
+    Returns:
+        Boolean mask of ``shape``.
+    """
+    height, width = shape
+    mask = np.zeros(shape, dtype=bool)
+    edges = [_ring_edges(ring) for ring in rings if len(ring) >= 3]
+    if not edges:
+        return mask
+    start = np.concatenate([e[0] for e in edges])
+    end = np.concatenate([e[1] for e in edges])
+    if start.size == 0:
+        return mask
+    y_all = np.concatenate([start[:, 1], end[:, 1]])
+    row_lo = max(math.ceil(float(y_all.min()) - 0.5), 0)
+    row_hi = min(math.ceil(float(y_all.max()) - 0.5), height)  # exclusive
+    if row_lo >= row_hi:
+        return mask
+    x_all = np.concatenate([start[:, 0], end[:, 0]])
+    col_lo = max(math.ceil(float(x_all.min()) - 0.5), 0)
+    col_hi = min(math.ceil(float(x_all.max()) - 0.5), width)  # exclusive
+    if col_lo >= col_hi:
+        return mask
+    window = _even_odd_window(start, end, row_lo, row_hi, col_lo, col_hi)
+    mask[row_lo:row_hi, col_lo:col_hi] = window
+    return mask
+
+
+def _ring_edges(ring: Ring) -> tuple[np.ndarray, np.ndarray]:
+    points = np.asarray(ring, dtype=np.float64)[:, :2]
+    following = np.roll(points, -1, axis=0)
+    keep = points[:, 1] != following[:, 1]  # horizontal edges never cross a centre line
+    return points[keep], following[keep]
+
+
+def _even_odd_window(
+    start: np.ndarray, end: np.ndarray, row_lo: int, row_hi: int, col_lo: int, col_hi: int
+) -> npt.NDArray[np.bool_]:
+    y_low = np.minimum(start[:, 1], end[:, 1])
+    y_high = np.maximum(start[:, 1], end[:, 1])
+    # rows r with y_low <= r + 0.5 < y_high
+    first = np.maximum(np.ceil(y_low - 0.5), row_lo).astype(np.int64)
+    stop = np.minimum(np.ceil(y_high - 0.5), row_hi).astype(np.int64)
+    n_rows = np.maximum(stop - first, 0)
+    total = int(n_rows.sum())
+    n_cols = col_hi - col_lo
+    toggles = np.zeros((row_hi - row_lo) * (n_cols + 1), dtype=np.int64)
+    if total:
+        edge = np.repeat(np.arange(first.size), n_rows)
+        offsets = np.arange(total) - np.repeat(np.cumsum(n_rows) - n_rows, n_rows)
+        rows = first[edge] + offsets
+        x0, y0 = start[edge, 0], start[edge, 1]
+        x1, y1 = end[edge, 0], end[edge, 1]
+        centre_y = rows + 0.5
+        x = x0 + (centre_y - y0) * (x1 - x0) / (y1 - y0)
+        # a crossing at x toggles every pixel c with c + 0.5 >= x
+        cols = np.clip(np.ceil(x - 0.5), col_lo, col_hi).astype(np.int64) - col_lo
+        index = (rows - row_lo) * (n_cols + 1) + cols
+        toggles += np.bincount(index, minlength=toggles.size)
+    parity = np.cumsum(toggles.reshape(row_hi - row_lo, n_cols + 1), axis=1)[:, :n_cols]
+    return (parity & 1).astype(bool)
+
+
+def feature_mask(feature: Feature, shape: tuple[int, int]) -> npt.NDArray[np.bool_]:
+    """Union of the masks of a feature's polygons (one for a Polygon, one per MultiPolygon part)."""
+    mask = np.zeros(shape, dtype=bool)
+    for rings in feature.polygons:
+        mask |= polygon_mask(rings, shape)
+    return mask
+
+
+def paint_features(
+    features: Sequence[Feature], values: dict[str, int], shape: tuple[int, int]
+) -> npt.NDArray[np.uint8]:
+    """A uint8 label map: 0 everywhere, then each feature painted with its class value in order.
+
+    Later features overwrite earlier ones (file order decides overlaps).
+
+    Args:
+        features: features in file order.
+        values: raw class name -> value (0..255).
+        shape: (height, width) of the ROI.
+
+    Returns:
+        The label map.
+    """
+    labels = np.zeros(shape, dtype=np.uint8)
+    for feature in features:
+        labels[feature_mask(feature, shape)] = values[feature.class_name]
+    return labels

@@ -1,0 +1,204 @@
+"""The CoW as a graph: label adjacency, edge lists, variant strings and the topology match.
+
+Everything here follows CoWBenchmark/TopCoW_Eval_Metrics (``topcow24_eval`` @25ca839) as
+specified in topcow.md, "Task 1": "A touches B" means some voxel of label A has a voxel of label
+B in its 26-neighbourhood (the array border counts as background, as on the official zero-padded
+array). Arrays are label maps in (x, y, z) index order (:mod:`rexmle.io`), so axis 0 is the
+SimpleITK x index used by the left-right flip rule.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import numpy.typing as npt
+
+from rexmle.challenges.topcow.labels import (
+    ANTERIOR_EDGES,
+    ANTERIOR_LABELS,
+    POSTERIOR_EDGES,
+    POSTERIOR_LABELS,
+    variant_string,
+)
+from rexmle.metrics.lesions import DetectionOutcome, label_detection
+from rexmle.metrics.topology import component_count
+
+REGION_LABELS: dict[str, tuple[int, ...]] = {
+    "anterior": ANTERIOR_LABELS,
+    "posterior": POSTERIOR_LABELS,
+}
+
+_HALF_NEIGHBOURHOOD: tuple[tuple[int, int, int], ...] = tuple(
+    offset for offset in itertools.product((-1, 0, 1), repeat=3) if offset > (0, 0, 0)
+)
+"""The 13 offsets of one half of the 26-neighbourhood (the other half is their negation)."""
+
+
+def _shifted_pair(labels: np.ndarray, offset: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """Views (a, b) of ``labels`` such that b[i] is the neighbour of a[i] at ``offset``."""
+    first, second = [], []
+    for step, n in zip(offset, labels.shape, strict=True):
+        first.append(slice(max(0, -step), n - max(0, step)))
+        second.append(slice(max(0, step), n - max(0, -step)))
+    return labels[tuple(first)], labels[tuple(second)]
+
+
+def touching_pairs(labels: npt.NDArray[np.integer]) -> set[tuple[int, int]]:
+    """Every ordered pair (A, B) of different non-zero labels where A touches B.
+
+    Definition: (A, B) is in the set when a voxel of label A has a voxel of label B among its
+        26 neighbours. The relation is symmetric, so (B, A) is in the set too.
+    Empty: a map with fewer than two labels gives the empty set.
+    Follows: the official neighbour search (26-neighbourhood on the zero-padded map).
+
+    Args:
+        labels: 3-D label map with values in 0..255.
+
+    Returns:
+        The set of ordered pairs.
+
+    Raises:
+        ValueError: the map is not 3-D.
+    """
+    if labels.ndim != 3:
+        msg = f"touching_pairs needs a 3-D label map, got shape {labels.shape}"
+        raise ValueError(msg)
+    codes: set[int] = set()
+    for offset in _HALF_NEIGHBOURHOOD:
+        a, b = _shifted_pair(labels, offset)
+        differ = (a != b) & (a != 0) & (b != 0)
+        if not differ.any():
+            continue
+        pair_codes = a[differ].astype(np.int64) * 256 + b[differ].astype(np.int64)
+        codes.update(int(c) for c in np.unique(pair_codes))
+    pairs = {(c // 256, c % 256) for c in codes}
+    return pairs | {(b, a) for a, b in pairs}
+
+
+def neighbours_of(pairs: set[tuple[int, int]], label: int) -> tuple[int, ...]:
+    """Sorted non-zero labels touching ``label`` (empty when the label is absent)."""
+    return tuple(sorted(b for a, b in pairs if a == label))
+
+
+def edge_bits(
+    present: set[int], pairs: set[tuple[int, int]]
+) -> dict[str, tuple[int, int, int, int]]:
+    """Anterior and posterior edge bits of a label map from its labels and touching pairs.
+
+    Definition (topcow.md): anterior = [L-A1, Acom, 3rd-A2, R-A1] with L-A1 = 12 present and
+        touching 6, Acom = 10 present, 3rd-A2 = 15 present, R-A1 = 11 present and touching 4;
+        posterior = [L-Pcom, L-P1, R-P1, R-Pcom] with L-Pcom = 9 present, L-P1 = 3 touching 1,
+        R-P1 = 2 touching 1, R-Pcom = 8 present.
+
+    Args:
+        present: the non-zero labels present in the map.
+        pairs: its touching pairs (:func:`touching_pairs`).
+
+    Returns:
+        ``{"anterior": bits, "posterior": bits}``, each bit 0 or 1.
+    """
+    anterior = (
+        int((12, 6) in pairs),
+        int(10 in present),
+        int(15 in present),
+        int((11, 4) in pairs),
+    )
+    posterior = (
+        int(9 in present),
+        int((3, 1) in pairs),
+        int((2, 1) in pairs),
+        int(8 in present),
+    )
+    return {"anterior": anterior, "posterior": posterior}
+
+
+def edge_dict(bits: dict[str, tuple[int, int, int, int]]) -> dict[str, dict[str, int]]:
+    """Edge bits as the nested edge-list mapping of the ``.yml``/JSON files."""
+    return {
+        "anterior": dict(zip(ANTERIOR_EDGES, bits["anterior"], strict=True)),
+        "posterior": dict(zip(POSTERIOR_EDGES, bits["posterior"], strict=True)),
+    }
+
+
+def variant_strings(bits: dict[str, tuple[int, int, int, int]]) -> dict[str, str]:
+    """``{"anterior": "Var_Ant_a_b_c_d", "posterior": "Var_Pos_e_f_g_h"}``."""
+    return {region: variant_string(region, region_bits) for region, region_bits in bits.items()}
+
+
+def _median_x(labels: np.ndarray, label: int) -> float:
+    return float(np.median(np.nonzero(labels == label)[0]))
+
+
+def is_flipped(labels: npt.NDArray[np.integer], region: str, present: set[int]) -> bool:
+    """Whether a label map is left-right flipped, judged by the region's landmark labels.
+
+    Definition: with median_x(l) = numpy median of the x indices (array axis 0) of label l:
+        anterior: if 6 and 4 are present, flipped = median_x(6) < median_x(4); else if 12 and 11
+        are present, flipped = median_x(12) < median_x(11); else False.
+        posterior: if 3 and 2 are present, flipped = median_x(3) < median_x(2); else False.
+        (LPS+ images: x grows towards the patient's left, so left labels lie at larger x.)
+    Follows: the official topology check (topcow.md, "Topology match").
+
+    Args:
+        labels: 3-D label map in (x, y, z) order.
+        region: ``"anterior"`` or ``"posterior"``.
+        present: the non-zero labels present in ``labels``.
+
+    Returns:
+        True when flipped.
+    """
+    landmark_pairs = ((6, 4), (12, 11)) if region == "anterior" else ((3, 2),)
+    for left, right in landmark_pairs:
+        if left in present and right in present:
+            return _median_x(labels, left) < _median_x(labels, right)
+    return False
+
+
+class LabelMapGraph:
+    """What the topology scores need from one (cropped) label map, computed once."""
+
+    def __init__(self, labels: npt.NDArray[np.integer]) -> None:
+        self.labels = labels
+        counts = np.bincount(labels.ravel(), minlength=16)
+        self.present: set[int] = {int(v) for v in np.flatnonzero(counts) if v != 0}
+        self.pairs = touching_pairs(labels)
+        self.bits = edge_bits(self.present, self.pairs)
+        self._b0: dict[int, int] = {}
+
+    def b0(self, label: int) -> int:
+        """Number of 26-connected components of ``label`` (0 when absent)."""
+        if label not in self._b0:
+            self._b0[label] = (
+                component_count(self.labels == label, connectivity=26)
+                if label in self.present
+                else 0
+            )
+        return self._b0[label]
+
+
+def region_matches(pred: LabelMapGraph, truth: LabelMapGraph, region: str) -> bool:
+    """The official topology verdict of one region.
+
+    Definition: every label l of the region (anterior 10, 11, 12, 15; posterior 2, 3, 8, 9)
+        must (i) be detected TP or TN (IoU ≥ 0.25 rule of the group-2 detection), (ii) have the
+        same sorted neighbour set in P as in G, and (iii) the same number of 26-connected
+        components; and the prediction must not be left-right flipped (:func:`is_flipped`).
+
+    Args:
+        pred: graph of the cropped prediction.
+        truth: graph of the cropped reference, same shape.
+        region: ``"anterior"`` or ``"posterior"``.
+
+    Returns:
+        True when the region matches.
+    """
+    for label in REGION_LABELS[region]:
+        outcome = label_detection(pred.labels, truth.labels, label, iou_threshold=0.25)
+        if outcome not in (DetectionOutcome.TP, DetectionOutcome.TN):
+            return False
+        if neighbours_of(pred.pairs, label) != neighbours_of(truth.pairs, label):
+            return False
+        if pred.b0(label) != truth.b0(label):
+            return False
+    return not is_flipped(pred.labels, region, pred.present)

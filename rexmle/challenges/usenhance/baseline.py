@@ -1,0 +1,54 @@
+"""Non-LLM baseline for USenhance: a 5 x 5 linear filter learned by least squares.
+
+Model: the enhanced pixel is an affine function of the 5 x 5 low-quality neighbourhood (26
+coefficients, reflect border), fitted jointly over all training pairs with numpy's least squares,
+then clipped to [0, 255] and rounded to uint8.
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+
+from rexmle.challenges.usenhance.submission import read_gray_png
+
+RADIUS = 2
+
+
+def _design(low: np.ndarray) -> np.ndarray:
+    padded = np.pad(low.astype(np.float64), RADIUS, mode="reflect")
+    h, w = low.shape
+    columns = [
+        padded[dy : dy + h, dx : dx + w].ravel()
+        for dy in range(2 * RADIUS + 1)
+        for dx in range(2 * RADIUS + 1)
+    ]
+    columns.append(np.ones(h * w))
+    return np.stack(columns, axis=1)
+
+
+def solve(public_dir: Path, submission_dir: Path) -> None:
+    """Fit on ``train/{low,high}_quality`` and write enhanced PNGs for ``test/low_quality``."""
+    lows = sorted((public_dir / "train" / "low_quality").glob("*.png"))
+    x = np.concatenate([_design(read_gray_png(p)) for p in lows])
+    y = np.concatenate(
+        [read_gray_png(public_dir / "train" / "high_quality" / p.name).ravel() for p in lows]
+    ).astype(np.float64)
+    coef, *_ = np.linalg.lstsq(x, y, rcond=None)
+    with open(public_dir / "sample_submission.csv", newline="", encoding="utf-8") as handle:
+        test_ids = [row["image_id"] for row in csv.DictReader(handle)]
+    out_dir = submission_dir / "enhanced"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for image_id in test_ids:
+        low = read_gray_png(public_dir / "test" / "low_quality" / f"{image_id}.png")
+        enhanced = np.clip(np.rint(_design(low) @ coef), 0, 255).astype(np.uint8)
+        Image.fromarray(enhanced.reshape(low.shape)).save(out_dir / f"{image_id}.png")
+        rows.append((image_id, f"enhanced/{image_id}.png"))
+    with open(submission_dir / "submission.csv", "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(("image_id", "enhanced_image_path"))
+        writer.writerows(rows)

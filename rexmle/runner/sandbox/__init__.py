@@ -1,0 +1,108 @@
+"""Sandboxes: run an agent's command in its workspace under a wall-clock limit.
+
+Two kinds: ``bwrap`` (bubblewrap: system read-only, only the workspace writable, data root, runs
+root and home hidden, network per agent) and ``local`` (a plain subprocess in its own process
+group: the time limit holds, isolation does not). :func:`choose_sandbox` picks bwrap where it
+works (probed once) and otherwise falls back to local with a loud warning that is also recorded.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+SandboxKind = Literal["auto", "local", "bwrap"]
+
+
+@dataclass(frozen=True)
+class SandboxRequest:
+    """Everything a sandbox needs to start one agent command."""
+
+    argv: list[str]
+    env: dict[str, str]
+    workspace: Path
+    """The agent's working directory, the only host folder it may write."""
+    stdout_path: Path
+    stderr_path: Path
+    time_limit_s: float
+    memory_limit_mb: int | None = None
+    network: bool = False
+    hidden: tuple[Path, ...] = ()
+    """Host folders the agent must not see (data root, runs root); bwrap mounts tmpfs over them."""
+    shared_writable: tuple[Path, ...] = ()
+    """Extra host folders bound writable (the validation server's socket folder)."""
+    relay: tuple[int, Path] | None = None
+    """(port, unix socket): inside a network-less sandbox, 127.0.0.1:port forwards to the socket."""
+    kill_grace_s: float = 5.0
+    """Seconds between SIGTERM and SIGKILL when the limit is reached."""
+    cancel: threading.Event | None = None
+    """Set by the harness to stop the agent early (Ctrl-C): the run is then neither done nor failed."""
+
+
+@dataclass(frozen=True)
+class SandboxResult:
+    """How an agent command ended."""
+
+    exit_code: int | None
+    """The command's exit status; negative: killed by that signal; None: it never started."""
+    timed_out: bool
+    cancelled: bool
+    seconds: float
+    killed_processes: int = 0
+    """Processes still alive at the limit (or after the command ended) and killed."""
+    error: str | None = None
+    """Why the command could not start, when it could not."""
+
+
+@dataclass(frozen=True)
+class SandboxInfo:
+    """What run.json records about the sandbox."""
+
+    kind: Literal["local", "bwrap"]
+    isolated: bool
+    """True when the filesystem isolation holds (data root and other runs hidden)."""
+    network_isolated: bool
+    warnings: list[str] = field(default_factory=list)
+
+
+class Sandbox:
+    """Base class: :meth:`run` one request; :meth:`info` says what isolation it gives."""
+
+    kind: Literal["local", "bwrap"] = "local"
+
+    def info(self, *, network: bool) -> SandboxInfo:
+        """The isolation this sandbox gives to a run with or without network."""
+        raise NotImplementedError
+
+    def run(self, request: SandboxRequest) -> SandboxResult:
+        """Run the request's command; never raises for the command's own failures."""
+        raise NotImplementedError
+
+
+NOT_ISOLATED_WARNING = (
+    "bubblewrap (bwrap) is not usable on this machine: agents run as plain subprocesses and are "
+    "NOT isolated (they can read the data root, including private/ answers, and use the network). "
+    "Install bubblewrap (apt-get install bubblewrap) for isolated runs."
+)
+
+
+def choose_sandbox(kind: SandboxKind = "auto") -> Sandbox:
+    """The sandbox for ``kind``: ``auto`` = bwrap when it works here, else local (warned).
+
+    Raises:
+        RuntimeError: ``bwrap`` was asked for explicitly and does not work on this machine.
+    """
+    from rexmle.runner.sandbox.bwrap import BwrapSandbox, bwrap_problem
+    from rexmle.runner.sandbox.local import LocalSandbox
+
+    if kind == "local":
+        return LocalSandbox()
+    problem = bwrap_problem()
+    if problem is None:
+        return BwrapSandbox()
+    if kind == "bwrap":
+        msg = f"the bwrap sandbox does not work here: {problem}"
+        raise RuntimeError(msg)
+    return LocalSandbox(warnings=[f"{NOT_ISOLATED_WARNING} ({problem})"])

@@ -1,0 +1,113 @@
+"""Start an agent command with limits: ``python -m rexmle.runner.sandbox.shim [opts] -- CMD...``.
+
+Options:
+    --memory-limit-mb N   set RLIMIT_AS (address space) to N MiB before the command starts.
+    --relay-port P --relay-socket S
+                          listen on 127.0.0.1:P and forward each connection to the unix socket
+                          S. Inside a sandbox without network this makes the validation server
+                          reachable at the same URL as outside.
+
+Without a relay the shim replaces itself with the command (exec). With one it stays the parent,
+forwards SIGTERM/SIGINT to the command and exits with the command's status. Imports only the
+standard library, so it starts fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+CHUNK_BYTES = 1 << 16
+
+
+def _pipe(source: socket.socket, target: socket.socket) -> None:
+    try:
+        while chunk := source.recv(CHUNK_BYTES):
+            target.sendall(chunk)
+    except OSError:
+        pass
+    finally:
+        for sock in (source, target):
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
+def _forward(client: socket.socket, socket_path: Path) -> None:
+    upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        upstream.connect(str(socket_path))
+    except OSError:
+        client.close()
+        upstream.close()
+        return
+    back = threading.Thread(target=_pipe, args=(upstream, client), daemon=True)
+    back.start()
+    _pipe(client, upstream)
+    back.join()
+    client.close()
+    upstream.close()
+
+
+def start_relay(port: int, socket_path: Path) -> socket.socket:
+    """Listen on 127.0.0.1:``port`` and forward connections to ``socket_path`` (daemon threads)."""
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind(("127.0.0.1", port))
+    listener.listen(16)
+
+    def accept_loop() -> None:
+        while True:
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=_forward, args=(client, socket_path), daemon=True).start()
+
+    threading.Thread(target=accept_loop, daemon=True).start()
+    return listener
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point (see the module docstring)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if "--" not in args:
+        sys.stderr.write("usage: python -m rexmle.runner.sandbox.shim [options] -- CMD...\n")
+        return 2
+    split = args.index("--")
+    parser = argparse.ArgumentParser(prog="rexmle.runner.sandbox.shim")
+    parser.add_argument("--memory-limit-mb", type=int, default=None)
+    parser.add_argument("--relay-port", type=int, default=None)
+    parser.add_argument("--relay-socket", type=Path, default=None)
+    options = parser.parse_args(args[:split])
+    command = args[split + 1 :]
+    if not command:
+        sys.stderr.write("shim: no command after --\n")
+        return 2
+    if options.memory_limit_mb is not None:
+        limit = options.memory_limit_mb * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    if options.relay_port is None or options.relay_socket is None:
+        os.execvp(command[0], command)
+    start_relay(options.relay_port, options.relay_socket)
+    child = subprocess.Popen(command)
+
+    def forward(signum: int, _frame: object) -> None:
+        child.send_signal(signum)
+
+    signal.signal(signal.SIGTERM, forward)
+    signal.signal(signal.SIGINT, forward)
+    code = child.wait()
+    return code if code >= 0 else 128 - code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

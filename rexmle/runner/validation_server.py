@@ -1,0 +1,320 @@
+"""The validation server an agent calls to check its submission's format (never its score).
+
+HTTP on ``127.0.0.1`` (stdlib ``http.server`` in a thread) and, for sandboxes without network, the
+same handler on a unix socket. Endpoints:
+
+- ``POST /validate``: body = the submission folder as a tar (optionally gzip) or zip archive.
+  Answers 200 ``{"valid": bool, "reasons": [...], "warnings": [...], "n_cases": int}`` — a format
+  check with the task's public data only (:func:`rexmle.grading.validate_submission` reads
+  ``public/`` and ``prepared.json``, never ``private/``). No score, metric or position is ever
+  computed here. 400: not a readable archive, or a member escapes the folder (reasons say which);
+  411: no Content-Length; 413: upload (or its unpacked size) over the limit; 429: too many requests.
+- ``GET /health``: ``{"ok": true, "task": ...}``.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+import socketserver
+import tarfile
+import tempfile
+import threading
+import time
+import zipfile
+from collections import deque
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path, PurePosixPath
+from types import TracebackType
+
+from rexmle.errors import RexmleError
+
+DEFAULT_MAX_UPLOAD_BYTES = 1 << 30
+DEFAULT_MAX_UNPACKED_BYTES = 4 << 30
+DEFAULT_MAX_REQUESTS_PER_MINUTE = 30
+SOCKET_NAME = "validation.sock"
+
+
+class UploadError(ValueError):
+    """The upload is not a usable archive of a submission folder (answered with 400)."""
+
+
+class UploadTooLarge(UploadError):
+    """The archive unpacks to more than the limit (answered with 413)."""
+
+
+def _member_path(name: str) -> PurePosixPath:
+    path = PurePosixPath(name)
+    if path.is_absolute() or ".." in path.parts or "\\" in name:
+        msg = f"archive member {name!r} would be written outside the submission folder"
+        raise UploadError(msg)
+    return path
+
+
+def unpack_submission(payload: bytes, target: Path, *, max_unpacked_bytes: int) -> Path:
+    """Unpack a tar/tar.gz/zip of a submission folder into ``target``; return the folder.
+
+    Only regular files and folders are accepted (no links, devices, absolute paths or ``..``).
+    When the archive holds one top folder with ``submission.csv`` inside and none at the root,
+    that folder is the submission.
+
+    Raises:
+        UploadError: not a tar or zip archive, or a member that is not allowed.
+        UploadTooLarge: the members add up to more than ``max_unpacked_bytes``.
+    """
+    buffer = io.BytesIO(payload)
+    if zipfile.is_zipfile(buffer):
+        buffer.seek(0)
+        with zipfile.ZipFile(buffer) as archive:
+            infos = archive.infolist()
+            total = sum(info.file_size for info in infos)
+            if total > max_unpacked_bytes:
+                msg = f"archive unpacks to {total} bytes, over the limit of {max_unpacked_bytes}"
+                raise UploadTooLarge(msg)
+            for info in infos:
+                relative = _member_path(info.filename)
+                mode = (info.external_attr >> 16) & 0o170000
+                if mode not in (0, 0o100000, 0o040000):
+                    msg = f"archive member {info.filename!r} is not a regular file or folder"
+                    raise UploadError(msg)
+                destination = target / relative
+                if info.is_dir():
+                    destination.mkdir(parents=True, exist_ok=True)
+                    continue
+                destination.parent.mkdir(parents=True, exist_ok=True)
+                with archive.open(info) as source, open(destination, "wb") as sink:
+                    shutil.copyfileobj(source, sink)
+    else:
+        buffer.seek(0)
+        try:
+            archive_tar = tarfile.open(fileobj=buffer, mode="r:*")
+        except tarfile.TarError as err:
+            msg = "the upload is neither a zip nor a tar (optionally gzip) archive"
+            raise UploadError(msg) from err
+        with archive_tar as archive:
+            try:
+                members = archive.getmembers()
+            except (tarfile.TarError, EOFError, OSError) as err:
+                msg = f"the tar archive is damaged: {err}"
+                raise UploadError(msg) from err
+            total = sum(m.size for m in members if m.isfile())
+            if total > max_unpacked_bytes:
+                msg = f"archive unpacks to {total} bytes, over the limit of {max_unpacked_bytes}"
+                raise UploadTooLarge(msg)
+            for member in members:
+                relative = _member_path(member.name)
+                if relative == PurePosixPath("."):
+                    continue
+                destination = target / relative
+                if member.isdir():
+                    destination.mkdir(parents=True, exist_ok=True)
+                    continue
+                if not member.isfile():
+                    msg = f"archive member {member.name!r} is not a regular file or folder"
+                    raise UploadError(msg)
+                destination.parent.mkdir(parents=True, exist_ok=True)
+                source = archive.extractfile(member)
+                if source is None:
+                    msg = f"archive member {member.name!r} cannot be read"
+                    raise UploadError(msg)
+                with source, open(destination, "wb") as sink:
+                    shutil.copyfileobj(source, sink)
+    if not (target / "submission.csv").exists():
+        entries = [p for p in target.iterdir()]
+        if len(entries) == 1 and (entries[0] / "submission.csv").is_file():
+            return entries[0]
+    return target
+
+
+class RateLimiter:
+    """At most ``limit`` requests in any 60-second window."""
+
+    def __init__(self, limit: int, *, window_s: float = 60.0) -> None:
+        self.limit = limit
+        self.window_s = window_s
+        self._times: deque[float] = deque()
+        self._lock = threading.Lock()
+
+    def retry_after_s(self) -> float:
+        """0 when a request is allowed now (and counts it), else seconds until one is."""
+        now = time.monotonic()
+        with self._lock:
+            while self._times and now - self._times[0] >= self.window_s:
+                self._times.popleft()
+            if len(self._times) >= self.limit:
+                return max(0.0, self.window_s - (now - self._times[0]))
+            self._times.append(now)
+            return 0.0
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server_version = "rexmle-validation/1"
+    owner: ValidationServer
+
+    def address_string(self) -> str:
+        return "local"
+
+    def log_message(self, format: str, *args: object) -> None:
+        return
+
+    def _reply(self, status: int, body: dict[str, object], headers: dict[str, str] | None = None) -> None:
+        data = (json.dumps(body) + "\n").encode("utf-8")
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for key, value in (headers or {}).items():
+            self.send_header(key, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self) -> None:
+        if self.path.rstrip("/") in ("", "/health"):
+            self._reply(200, {"ok": True, "task": self.owner.task_id})
+            return
+        self._reply(404, {"error": f"unknown path {self.path!r}; POST /validate"})
+
+    def do_POST(self) -> None:
+        if self.path.rstrip("/") != "/validate":
+            self._reply(404, {"error": f"unknown path {self.path!r}; POST /validate"})
+            return
+        wait_s = self.owner.limiter.retry_after_s()
+        if wait_s > 0:
+            self.close_connection = True
+            self._reply(
+                429,
+                {"error": f"too many validation requests; retry in {wait_s:.0f} s"},
+                {"Retry-After": str(max(1, round(wait_s)))},
+            )
+            return
+        length_text = self.headers.get("Content-Length")
+        if length_text is None or not length_text.isdigit():
+            self.close_connection = True
+            self._reply(411, {"error": "send the archive with a Content-Length header"})
+            return
+        length = int(length_text)
+        if length > self.owner.max_upload_bytes:
+            self.close_connection = True
+            self._reply(
+                413,
+                {
+                    "error": f"upload of {length} bytes is over the limit of "
+                    f"{self.owner.max_upload_bytes} bytes"
+                },
+            )
+            return
+        payload = self.rfile.read(length)
+        status, body = self.owner.check(payload)
+        self._reply(status, body)
+
+
+class _UnixHTTPServer(socketserver.ThreadingUnixStreamServer):
+    daemon_threads = True
+
+
+class ValidationServer:
+    """One task's validation server; use as a context manager (starts and stops its threads)."""
+
+    def __init__(
+        self,
+        task_id: str,
+        *,
+        data_dir: Path | None = None,
+        socket_dir: Path | None = None,
+        max_upload_bytes: int = DEFAULT_MAX_UPLOAD_BYTES,
+        max_unpacked_bytes: int = DEFAULT_MAX_UNPACKED_BYTES,
+        max_requests_per_minute: int = DEFAULT_MAX_REQUESTS_PER_MINUTE,
+        workers: int = 1,
+    ) -> None:
+        self.task_id = task_id
+        self.data_dir = data_dir
+        self.socket_dir = socket_dir
+        self.max_upload_bytes = max_upload_bytes
+        self.max_unpacked_bytes = max_unpacked_bytes
+        self.limiter = RateLimiter(max_requests_per_minute)
+        self.workers = workers
+        self.n_requests = 0
+        self._check_lock = threading.Lock()
+        self._servers: list[socketserver.BaseServer] = []
+        self._threads: list[threading.Thread] = []
+        self.port = 0
+
+    @property
+    def url(self) -> str:
+        """``http://127.0.0.1:<port>/validate``."""
+        return f"http://127.0.0.1:{self.port}/validate"
+
+    @property
+    def socket_path(self) -> Path | None:
+        """The unix socket (when ``socket_dir`` was given)."""
+        return None if self.socket_dir is None else self.socket_dir / SOCKET_NAME
+
+    def check(self, payload: bytes) -> tuple[int, dict[str, object]]:
+        """Unpack and validate one upload; returns (HTTP status, JSON body). Never a score."""
+        from rexmle.grading import validate_submission
+
+        with self._check_lock:
+            self.n_requests += 1
+            with tempfile.TemporaryDirectory(prefix="rexmle-upload-") as scratch:
+                try:
+                    folder = unpack_submission(
+                        payload, Path(scratch), max_unpacked_bytes=self.max_unpacked_bytes
+                    )
+                except UploadTooLarge as err:
+                    return 413, {"valid": False, "reasons": [str(err)], "warnings": []}
+                except UploadError as err:
+                    return 400, {"valid": False, "reasons": [str(err)], "warnings": []}
+                try:
+                    result = validate_submission(
+                        self.task_id, folder, data_dir=self.data_dir, workers=self.workers
+                    )
+                except RexmleError as err:
+                    return 500, {"error": f"the validation server failed: {err}"}
+        return 200, {
+            "valid": result.valid,
+            "reasons": result.reasons,
+            "warnings": result.warnings,
+            "n_cases": result.n_cases,
+        }
+
+    def start(self) -> ValidationServer:
+        """Bind 127.0.0.1 (free port) and the unix socket; serve in daemon threads."""
+        handler = type("Handler", (_Handler,), {"owner": self})
+        tcp = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        tcp.daemon_threads = True
+        self.port = tcp.server_address[1]
+        self._servers.append(tcp)
+        if self.socket_path is not None:
+            self.socket_path.parent.mkdir(parents=True, exist_ok=True)
+            self.socket_path.unlink(missing_ok=True)
+            unix = _UnixHTTPServer(str(self.socket_path), handler)
+            self._servers.append(unix)
+        for server in self._servers:
+            thread = threading.Thread(target=server.serve_forever, daemon=True)
+            thread.start()
+            self._threads.append(thread)
+        return self
+
+    def stop(self) -> None:
+        """Stop serving and release the port and socket."""
+        for server in self._servers:
+            server.shutdown()
+            server.server_close()
+        for thread in self._threads:
+            thread.join(timeout=5)
+        if self.socket_path is not None:
+            self.socket_path.unlink(missing_ok=True)
+        self._servers.clear()
+        self._threads.clear()
+
+    def __enter__(self) -> ValidationServer:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
