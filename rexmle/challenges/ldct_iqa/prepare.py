@@ -90,9 +90,9 @@ def prepare(raw_dir: Path, public_dir: Path, private_dir: Path) -> Split:
         raise DataError(msg)
     (public_dir / "train" / "images").mkdir(parents=True)
     (public_dir / "test" / "images").mkdir(parents=True)
-    for stem, path in train.items():
+    for path in train.values():
         shutil.copyfile(path, public_dir / "train" / "images" / path.name)
-    for stem, path in test.items():
+    for path in test.values():
         shutil.copyfile(path, public_dir / "test" / "images" / path.name)
     _write_csv(
         public_dir / "train_labels.csv",

@@ -68,7 +68,11 @@ NUCLEUS_STYLE: dict[str, tuple[tuple[int, int, int], float]] = {
 
 def case_ids() -> list[str]:
     """The 10 case ids of the fixture."""
-    return [f"training_set_{kind}_roi_{n:03d}" for kind in ("primary", "metastatic") for n in range(1, 6)]
+    return [
+        f"training_set_{kind}_roi_{n:03d}"
+        for kind in ("primary", "metastatic")
+        for n in range(1, 6)
+    ]
 
 
 def _blob(
@@ -147,7 +151,9 @@ def _hexagon(rng: np.random.Generator, centre: tuple[float, float], radius: floa
     return [*ring, ring[0]]
 
 
-def _nucleus_centres(rng: np.random.Generator, n: int, close_pair: bool) -> list[tuple[float, float]]:
+def _nucleus_centres(
+    rng: np.random.Generator, n: int, close_pair: bool
+) -> list[tuple[float, float]]:
     centres: list[tuple[float, float]] = []
     if close_pair:
         x, y = rng.uniform(30, 90), rng.uniform(30, 90)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
@@ -25,8 +26,23 @@ import numpy.typing as npt
 from rexmle.challenges.puma.geojson import Feature, Ring
 
 
-def polygon_mask(rings: Sequence[Ring], shape: tuple[int, int]) -> npt.NDArray[np.bool_]:
-    """Pixels of a ``shape`` grid whose centre lies inside a polygon (even-odd over its rings).
+@dataclass(frozen=True)
+class Window:
+    """The covered pixels of one polygon inside its bounding box: ``mask`` at (row, col) offset."""
+
+    row: int
+    col: int
+    mask: npt.NDArray[np.bool_]
+
+    @property
+    def slices(self) -> tuple[slice, slice]:
+        """Index of the window in the full grid."""
+        height, width = self.mask.shape
+        return slice(self.row, self.row + height), slice(self.col, self.col + width)
+
+
+def polygon_window(rings: Sequence[Ring], shape: tuple[int, int]) -> Window | None:
+    """Covered pixels of a polygon, cropped to its bounding box on a ``shape`` grid.
 
     Args:
         rings: the polygon's rings as (n, 2) arrays of (x, y); the exterior and the holes. A ring
@@ -34,29 +50,41 @@ def polygon_mask(rings: Sequence[Ring], shape: tuple[int, int]) -> npt.NDArray[n
         shape: (height, width) of the grid.
 
     Returns:
-        Boolean mask of ``shape``.
+        The window, or None when no pixel centre of the grid can be covered.
     """
     height, width = shape
-    mask = np.zeros(shape, dtype=bool)
     edges = [_ring_edges(ring) for ring in rings if len(ring) >= 3]
     if not edges:
-        return mask
+        return None
     start = np.concatenate([e[0] for e in edges])
     end = np.concatenate([e[1] for e in edges])
     if start.size == 0:
-        return mask
+        return None
     y_all = np.concatenate([start[:, 1], end[:, 1]])
     row_lo = max(math.ceil(float(y_all.min()) - 0.5), 0)
     row_hi = min(math.ceil(float(y_all.max()) - 0.5), height)  # exclusive
-    if row_lo >= row_hi:
-        return mask
     x_all = np.concatenate([start[:, 0], end[:, 0]])
     col_lo = max(math.ceil(float(x_all.min()) - 0.5), 0)
     col_hi = min(math.ceil(float(x_all.max()) - 0.5), width)  # exclusive
-    if col_lo >= col_hi:
-        return mask
-    window = _even_odd_window(start, end, row_lo, row_hi, col_lo, col_hi)
-    mask[row_lo:row_hi, col_lo:col_hi] = window
+    if row_lo >= row_hi or col_lo >= col_hi:
+        return None
+    return Window(row_lo, col_lo, _even_odd_window(start, end, row_lo, row_hi, col_lo, col_hi))
+
+
+def polygon_mask(rings: Sequence[Ring], shape: tuple[int, int]) -> npt.NDArray[np.bool_]:
+    """Pixels of a ``shape`` grid whose centre lies inside a polygon (even-odd over its rings).
+
+    Args:
+        rings: the polygon's rings as (n, 2) arrays of (x, y), exterior and holes.
+        shape: (height, width) of the grid.
+
+    Returns:
+        Boolean mask of ``shape``.
+    """
+    mask = np.zeros(shape, dtype=bool)
+    window = polygon_window(rings, shape)
+    if window is not None:
+        mask[window.slices] = window.mask
     return mask
 
 
@@ -99,8 +127,22 @@ def feature_mask(feature: Feature, shape: tuple[int, int]) -> npt.NDArray[np.boo
     """Union of the masks of a feature's polygons (one for a Polygon, one per MultiPolygon part)."""
     mask = np.zeros(shape, dtype=bool)
     for rings in feature.polygons:
-        mask |= polygon_mask(rings, shape)
+        window = polygon_window(rings, shape)
+        if window is not None:
+            mask[window.slices] |= window.mask
     return mask
+
+
+def paint_feature(target: np.ndarray, feature: Feature, value: object) -> None:
+    """Set ``target`` (height x width [x channels]) to ``value`` where the feature covers it.
+
+    Painting the parts of a MultiPolygon one after the other with one value paints their union.
+    """
+    shape = (int(target.shape[0]), int(target.shape[1]))
+    for rings in feature.polygons:
+        window = polygon_window(rings, shape)
+        if window is not None:
+            target[window.slices][window.mask] = value
 
 
 def paint_features(
@@ -120,5 +162,5 @@ def paint_features(
     """
     labels = np.zeros(shape, dtype=np.uint8)
     for feature in features:
-        labels[feature_mask(feature, shape)] = values[feature.class_name]
+        paint_feature(labels, feature, values[feature.class_name])
     return labels
