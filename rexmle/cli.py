@@ -256,6 +256,37 @@ def rank(
     _print_ranking(task, metrics, ranking.model_dump())
 
 
+@app.command("report")
+def report(
+    runs_dir: Path,
+    html_out: Annotated[Path | None, typer.Option("--html", help="Write an HTML report.")] = None,
+    markdown_out: Annotated[
+        Path | None, typer.Option("--markdown", help="Write a Markdown report.")
+    ] = None,
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write results as JSON.")] = None,
+) -> None:
+    """Summarise runs: leaderboard table (published form), seed statistics, plots."""
+    from rexmle.report import collect_runs, leaderboard_table, write_report
+
+    try:
+        results = collect_runs(runs_dir)
+    except RexmleError as error:
+        raise _fail(error) from error
+    if not results:
+        raise _fail(ValueError(f"no runs found under {runs_dir}"))
+    table = Table(title=f"{len(results)} runs in {runs_dir}")
+    board = leaderboard_table(results)
+    for column in board.columns:
+        table.add_column(str(column))
+    for row in board.itertuples(index=False):
+        table.add_row(*[str(v) for v in row])
+    out.print(table)
+    write_report(results, markdown=markdown_out, html_path=html_out, json_path=json_out)
+    for path in (markdown_out, html_out, json_out):
+        if path is not None:
+            out.print(f"wrote {path}")
+
+
 # ---- commands of rexmle.runner (run, demo) -------------------------------------------------------
 def _register_runner_commands() -> None:
     import importlib.util
