@@ -121,6 +121,12 @@ def prepare(
         Path | None,
         typer.Option("--from", help="Take already-downloaded source files from DIR (offline)."),
     ] = None,
+    allow_unpinned: Annotated[
+        bool,
+        typer.Option(
+            "--allow-unpinned", help="With --from: accept files without pinned checksums."
+        ),
+    ] = False,
 ) -> None:
     """Download (or generate with --mini) and prepare tasks into public/ and private/."""
     from rexmle.challenges.registry import all_tasks
@@ -134,7 +140,12 @@ def prepare(
         try:
             with err.status(f"preparing {task_id}…"):
                 dirs, did_work = prepare_task(
-                    task_id, data_dir=data_dir, mini=mini, force=force, from_dir=from_dir
+                    task_id,
+                    data_dir=data_dir,
+                    mini=mini,
+                    force=force,
+                    from_dir=from_dir,
+                    allow_unpinned=allow_unpinned,
                 )
         except RexmleError as error:
             failed += 1
@@ -142,6 +153,35 @@ def prepare(
             continue
         verb = "prepared" if did_work else "already prepared (use --force to redo)"
         out.print(f"{task_id}: {verb} in {dirs.root}")
+    if failed:
+        raise typer.Exit(2)
+
+
+@app.command("download")
+def download(
+    tasks: Annotated[list[str], typer.Argument(help="Task ids.")],
+    data_dir: DataDirOption = None,
+    max_parallel: Annotated[int, typer.Option("--parallel", help="Files at once.", min=1)] = 2,
+) -> None:
+    """Download, verify and extract tasks' raw sources only (shared sources: once)."""
+    from rexmle.challenges.registry import get_task
+    from rexmle.config import resolve_data_dir
+    from rexmle.sources import fetch_task_raw
+
+    root = resolve_data_dir(data_dir)
+    failed = 0
+    for task_id in tasks:
+        try:
+            spec = get_task(task_id)
+            raw_dir = root / spec.raw_folder / "raw"
+            manifest = fetch_task_raw(
+                spec, raw_dir, max_parallel=max_parallel, progress=sys.stderr.isatty()
+            )
+        except RexmleError as error:
+            failed += 1
+            err.print(f"[bold red]{task_id}: failed:[/] {error}", highlight=False)
+            continue
+        out.print(f"{task_id}: {len(manifest.files)} file(s) verified in {raw_dir}")
     if failed:
         raise typer.Exit(2)
 

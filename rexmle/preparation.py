@@ -11,6 +11,7 @@ import hashlib
 import json
 import os
 import shutil
+import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,6 +23,7 @@ from rexmle.errors import DataError
 from rexmle.grading.grader import task_dirs
 
 RAW_COMPLETE_MARKER = ".rexmle-raw-complete.json"
+SOURCES_MANIFEST = ".rexmle-sources.json"
 
 
 def sha256_file(path: Path, *, chunk_bytes: int = 1 << 20) -> str:
@@ -41,9 +43,16 @@ def read_prepared(dirs: TaskDirs) -> dict[str, object] | None:
 
 
 def ensure_mini_raw(task_id: str, raw_dir: Path, *, seed: int = 0) -> None:
-    """Generate the mini raw fixture into ``raw_dir`` once (tasks sharing raw data share it)."""
+    """Generate the mini raw fixture into ``raw_dir`` once (tasks sharing raw data share it).
+
+    Raises:
+        DataError: ``raw_dir`` holds real downloaded data (never overwritten by a fixture).
+    """
     if (raw_dir / RAW_COMPLETE_MARKER).is_file():
         return
+    if (raw_dir / SOURCES_MANIFEST).is_file():
+        msg = f"{raw_dir} holds real downloaded data; prepare the mini suite in another --data-dir"
+        raise DataError(msg)
     impl = load_implementation(task_id)
     building = raw_dir.with_name(f".{raw_dir.name}.building-{os.getpid()}")
     shutil.rmtree(building, ignore_errors=True)
@@ -57,11 +66,24 @@ def ensure_mini_raw(task_id: str, raw_dir: Path, *, seed: int = 0) -> None:
     building.rename(raw_dir)
 
 
-def ensure_real_raw(task_id: str, raw_dir: Path, *, from_dir: Path | None) -> None:
-    """Download (or take from ``from_dir``), verify and extract the task's real sources."""
+def ensure_real_raw(
+    task_id: str, raw_dir: Path, *, from_dir: Path | None, allow_unpinned: bool = False
+) -> None:
+    """Download (or take from ``from_dir``), verify and extract the task's real sources.
+
+    A mini fixture left in ``raw_dir`` (by an earlier ``--mini`` prepare) is removed first.
+    """
     from rexmle.sources import fetch_task_raw
 
-    fetch_task_raw(get_task(task_id), raw_dir, from_dir=from_dir)
+    if (raw_dir / RAW_COMPLETE_MARKER).is_file():
+        shutil.rmtree(raw_dir)
+    fetch_task_raw(
+        get_task(task_id),
+        raw_dir,
+        from_dir=from_dir,
+        allow_unpinned=allow_unpinned,
+        progress=sys.stderr.isatty(),
+    )
 
 
 def prepare_task(
@@ -71,6 +93,7 @@ def prepare_task(
     mini: bool = False,
     force: bool = False,
     from_dir: Path | None = None,
+    allow_unpinned: bool = False,
 ) -> tuple[TaskDirs, bool]:
     """Prepare one task; returns its folders and whether work was done (False: already prepared).
 
@@ -95,7 +118,7 @@ def prepare_task(
     if mini:
         ensure_mini_raw(task_id, dirs.raw)
     else:
-        ensure_real_raw(task_id, dirs.raw, from_dir=from_dir)
+        ensure_real_raw(task_id, dirs.raw, from_dir=from_dir, allow_unpinned=allow_unpinned)
 
     dirs.root.mkdir(parents=True, exist_ok=True)
     for stale in dirs.root.glob(".building-*"):

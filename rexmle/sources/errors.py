@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from rexmle.errors import RexmleError
 
-class DownloadError(RuntimeError):
+
+class DownloadError(RexmleError):
     """Raw data could not be obtained: network, source, checksum, disk or archive problem."""
 
 

@@ -296,8 +296,9 @@ def stream_to_part(
                     f"Content-Range {resp.headers.get('Content-Range')!r}; restarting"
                 )
                 raise RetryableError(msg)
-            hasher.update_from_file(part_path)
-            state["resumed"] = True
+            if start:
+                hasher.update_from_file(part_path)
+                state["resumed"] = True
         content_type = resp.headers.get("Content-Type", "")
         if reject_html and content_type.lower().startswith("text/html"):
             page = resp.read(4096).decode("utf-8", "replace")

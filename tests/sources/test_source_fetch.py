@@ -3,7 +3,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import FAST_RETRIES, Route, make_task
+from source_server import FAST_RETRIES, Route, make_task
 
 from rexmle.challenges.spec import SourceFile, SourceSpec
 from rexmle.sources import (

@@ -1,7 +1,7 @@
 import json
 
 import pytest
-from conftest import FAST_RETRIES, Route, make_task
+from source_server import FAST_RETRIES, Route, make_task
 
 from rexmle.challenges.spec import SourceFile, SourceSpec
 from rexmle.sources import fetch_task_raw

@@ -3,7 +3,7 @@ import time
 from datetime import UTC, datetime
 
 import pytest
-from conftest import FAST_RETRIES, Route
+from source_server import FAST_RETRIES, Route
 
 from rexmle.sources.errors import DownloadError, HttpStatusError
 from rexmle.sources.http import (
