@@ -3,7 +3,7 @@ import json
 from pathlib import Path
 
 import pytest
-from source_server import FAST_RETRIES, Route, make_task
+from source_server import FAST_RETRIES, Route, make_task, serve_gdrive, serve_zenodo
 
 from rexmle.challenges.spec import SourceFile, SourceSpec
 from rexmle.sources import (
@@ -27,24 +27,6 @@ def md5(data: bytes) -> str:
 
 def sha256(data: bytes) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
-
-
-def serve_zenodo(server, record: str, files: dict[str, bytes], *, licence="cc-by-4.0", **routes):
-    """Zenodo record API + file routes; ``routes`` may override a file's Route options."""
-    entries = []
-    for name, body in files.items():
-        path = f"/api/records/{record}/files/{name}/content"
-        server.add(path, Route(body=body, **routes.get(name, {})))
-        entries.append(
-            {
-                "key": name,
-                "size": len(body),
-                "checksum": md5(body),
-                "links": {"self": f"{server.url}{path}"},
-            }
-        )
-    document = {"id": int(record), "metadata": {"license": {"id": licence}}, "files": entries}
-    server.add_json(f"/api/records/{record}", json.dumps(document))
 
 
 def zenodo_source(*files: SourceFile, record: str = RECORD) -> SourceSpec:
@@ -327,47 +309,6 @@ def test_figshare_by_name_by_id_and_plain_url(source_server, tmp_path, zip_build
     assert placed["notes.txt"].is_archive is False
 
 
-def _gdrive_routes(server, file_id: str, body: bytes, **file_options) -> dict[str, str]:
-    """Drive-like flow: /uc redirects (303) to /download?id=..&export=download, which
-    answers a virus-scan warning page; its form leads to the same path with
-    confirm=t&uuid=.., the only URL that serves the bytes. Returns that query."""
-    confirmed = {"id": file_id, "export": "download", "confirm": "t", "uuid": "5f0c-uuid"}
-
-    def uc(handler, query):
-        handler.send_response(303)
-        handler.send_header("Location", f"/download?id={query['id']}&export=download")
-        handler.send_header("Content-Length", "0")
-        handler.end_headers()
-
-    def warning_page(handler, query):
-        page = f"""<!DOCTYPE html><html><head><title>Google Drive - Virus scan warning</title>
-        </head><body><p>Google Drive can't scan this file for viruses.</p>
-        <form id="download-form" action="{server.url}/download" method="get">
-        <input type="submit" id="uc-download-link" value="Download anyway"/>
-        <input type="hidden" name="id" value="{query.get("id")}">
-        <input type="hidden" name="export" value="download">
-        <input type="hidden" name="confirm" value="t">
-        <input type="hidden" name="uuid" value="5f0c-uuid"></form></body></html>"""
-        data = page.encode()
-        handler.send_response(200)
-        handler.send_header("Content-Type", "text/html; charset=utf-8")
-        handler.send_header("Content-Length", str(len(data)))
-        handler.end_headers()
-        handler.wfile.write(data)
-
-    file_route = Route(body=body, **file_options)
-
-    def download(handler, query):
-        if query == confirmed:
-            server.serve_body(handler, file_route)
-        else:
-            warning_page(handler, query)
-
-    server.add("/uc", Route(handler=uc))
-    server.add("/download", Route(handler=download))
-    return confirmed
-
-
 def test_google_drive_confirm_flow_with_a_dropped_connection(source_server, tmp_path, zip_builder):
     file_id = "1DbZfTj4it-3QRTuJO73r1iQyHLRwPS6H"
     archive = zip_builder(
@@ -375,7 +316,7 @@ def test_google_drive_confirm_flow_with_a_dropped_connection(source_server, tmp_
         {"LDCTIQAC_test/test.json": b"{}", "LDCTIQAC_test/images/0.tiff": bytes(range(256)) * 400},
     )
     half = len(archive) // 2
-    confirmed = _gdrive_routes(source_server, file_id, archive, drop_after_bytes=half)
+    confirmed = serve_gdrive(source_server, file_id, archive, drop_after_bytes=half)
     task = make_task(
         [
             SourceSpec(
