@@ -7,7 +7,7 @@ instance (values need not be consecutive). Overlaps are counted from a sparse co
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,7 +26,7 @@ BOUNDARY_BAND_PX = 2
 F1_DECIMALS = 4
 """Decimals the official code rounds each image's F1 to (``numpy.round``)."""
 
-_LOOKUP_TABLE_MAX_ID = 1 << 26
+_LOOKUP_TABLE_MIN_IDS = 1 << 16  # ids up to this (+ 2 per pixel) use a lookup table
 
 
 @dataclass(frozen=True)
@@ -89,7 +89,7 @@ def _relabel_without_band(
     flat = labels.reshape(-1).astype(np.int64, copy=False)
     band_ids = np.unique(labels[_band_mask(labels.shape, band_px)])
     max_id = int(flat.max()) if flat.size else 0
-    if max_id <= _LOOKUP_TABLE_MAX_ID:
+    if max_id <= _LOOKUP_TABLE_MIN_IDS + 2 * flat.size:
         counts = np.bincount(flat, minlength=max_id + 1)
         keep = counts > 0
         keep[0] = False
@@ -339,12 +339,14 @@ def cellseg_match_counts(
         msg = f"thresholds must lie in (0, 1], got {list(thresholds)}"
         raise ValueError(msg)
     if truth.size < whole_image_max_pixels:
-        pieces = [(truth, pred)]
-    else:
-        pieces = [
+        pieces: Iterator[tuple[npt.NDArray[np.integer], npt.NDArray[np.integer]]] = iter(
+            [(truth, pred)]
+        )
+    else:  # one padded tile pair in memory at a time
+        pieces = (
             (_padded_tile(truth, rows, cols, tile_px), _padded_tile(pred, rows, cols, tile_px))
             for rows, cols, _ in _tiles(truth.shape, tile_px)
-        ]
+        )
     n_truth = 0
     n_pred = 0
     true_positives = [0] * len(thresholds)

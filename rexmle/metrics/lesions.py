@@ -50,13 +50,23 @@ def lesion_counts(
         ValueError: the shapes differ, or `connectivity` does not fit the dimensionality.
     """
     check_mask_pair(pred, truth)
-    truth_labels, n_truth = connected_components(truth, connectivity=connectivity)
-    pred_labels, n_pred = connected_components(pred, connectivity=connectivity)
     overlap = pred & truth
-    tp = int(np.unique(truth_labels[overlap]).size)
-    fn = n_truth - tp
-    fp = n_pred - int(np.unique(pred_labels[overlap]).size)
-    return tp, fp, fn
+    truth_labels, n_truth = connected_components(truth, connectivity=connectivity)
+    tp = _components_hit(truth_labels, n_truth, overlap)
+    del truth_labels  # one label volume at a time keeps the peak memory down
+    pred_labels, n_pred = connected_components(pred, connectivity=connectivity)
+    fp = n_pred - _components_hit(pred_labels, n_pred, overlap)
+    return tp, fp, n_truth - tp
+
+
+def _components_hit(labels: np.ndarray, count: int, where: np.ndarray) -> int:
+    """Number of distinct non-zero component ids of `labels` at the True voxels of `where`."""
+    if count == 0:
+        return 0
+    hit = np.zeros(count + 1, dtype=bool)
+    hit[labels[where]] = True
+    hit[0] = False
+    return int(np.count_nonzero(hit))
 
 
 def lesion_f1(

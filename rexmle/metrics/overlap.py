@@ -264,15 +264,24 @@ def labels_present(label_map: npt.NDArray[np.integer], *, background: int = 0) -
     return {int(v) for v in values if v != background}
 
 
+_BINCOUNT_CHUNK = 1 << 20
+"""Voxels per `np.bincount` call: bincount converts its input to intp (8 bytes per voxel)."""
+
+
 def _label_counts(label_map: np.ndarray) -> np.ndarray | None:
     """Voxel count per label value via bincount, or None when values are not small non-negatives."""
     if label_map.size == 0:
         return np.zeros(1, dtype=np.int64)
     if label_map.dtype.kind == "i" and int(label_map.min()) < 0:
         return None
-    if label_map.dtype.itemsize > 2 and int(label_map.max()) > 65535:
+    largest = int(label_map.max())
+    if largest > 65535:
         return None
-    return np.bincount(label_map.ravel())
+    flat = label_map.reshape(-1)
+    counts = np.zeros(largest + 1, dtype=np.int64)
+    for start in range(0, flat.size, _BINCOUNT_CHUNK):
+        counts += np.bincount(flat[start : start + _BINCOUNT_CHUNK], minlength=largest + 1)
+    return counts
 
 
 def _pair_counts(

@@ -276,8 +276,10 @@ def puma_macro_f1(
         raise ValueError(msg)
     sums: dict[str, float] = {}
     for case in cases:
-        for name, counts in case.items():
-            sums[name] = sums.get(name, 0) + counts.f1
+        # classes in sorted order inside a case, as the official ``np.unique``: this fixes the
+        # order of the final mean and so its last bits
+        for name in sorted(case):
+            sums[name] = sums.get(name, 0) + case[name].f1
     n_cases = len(cases)
     per_class = {name: total / n_cases for name, total in sums.items()}
     if not per_class:

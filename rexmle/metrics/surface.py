@@ -14,7 +14,8 @@ computed in float64 from the integer index offsets (the arithmetic of
 `scipy.ndimage.distance_transform_edt`); dense surfaces (more than 1/16 of the cropped voxels)
 use the `edt` distance transform instead (float32, relative error below 1e-6). Surfels use
 scipy's float64 distance transform itself, as DeepMind's code does, so that distances equal to
-a tolerance compare identically; crops above 2**23 corners fall back to the k-d tree. All
+a tolerance compare identically; crops above 2**21 corners use the k-d tree (same float64
+arithmetic; only exact ties between two nearest surfels may differ in the last bit). All
 functions take `spacing_mm` per array axis, in the array's axis order.
 """
 
@@ -52,8 +53,8 @@ __all__ = [
 _DENSE_SURFACE_FRACTION = 16
 """Voxel surfaces: use `edt` instead of a k-d tree when n_surface * this > cropped voxels."""
 
-_EXACT_TRANSFORM_MAX_VOXELS = 2**23
-"""Surfels: largest crop (voxel corners) for scipy's float64 distance transform (~0.4 GB)."""
+_EXACT_TRANSFORM_MAX_VOXELS = 2**21
+"""Surfels: largest crop (voxel corners) for scipy's float64 distance transform (~0.1 GB)."""
 
 
 def _check_spacing(spacing_mm: Sequence[float], ndim: int) -> npt.NDArray[np.float64]:

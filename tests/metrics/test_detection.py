@@ -259,7 +259,7 @@ _box = st.tuples(
 _image = st.lists(st.tuples(_box, st.integers(0, 2)), min_size=0, max_size=6)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=25, deadline=None)
 @given(st.lists(_image, min_size=1, max_size=4).filter(lambda imgs: any(imgs)))
 def test_gt_submitted_as_detections_scores_one(images):
     truth = [_truth([b for b, _ in img], [c for _, c in img]) for img in images]
@@ -270,7 +270,7 @@ def test_gt_submitted_as_detections_scores_one(images):
     assert stats.ar100 == 1.0
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=25, deadline=None)
 @given(
     st.lists(_image, min_size=1, max_size=4).filter(lambda imgs: any(imgs)),
     st.lists(_image, min_size=4, max_size=4),

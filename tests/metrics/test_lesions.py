@@ -1,6 +1,6 @@
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis.extra.numpy import arrays
 from scipy import ndimage
 
@@ -79,6 +79,7 @@ def test_connectivity_is_checked_against_dimensionality():
         lesion_f1(mask, np.zeros((3, 4), bool), connectivity=8)
 
 
+@settings(max_examples=100, deadline=None)
 @given(masks, masks)
 def test_lesion_counts_match_the_official_loop_with_scipy_labels(a, b):
     structure = np.ones((3, 3, 3), dtype=bool)
@@ -87,6 +88,7 @@ def test_lesion_counts_match_the_official_loop_with_scipy_labels(a, b):
     assert lesion_counts(a, b, connectivity=6) == _isles_loop_reference(a, b, structure6)
 
 
+@settings(max_examples=100, deadline=None)
 @given(masks, masks)
 def test_lesion_metrics_symmetry_bounds_identity(a, b):
     f1 = lesion_f1(a, b)

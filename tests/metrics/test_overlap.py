@@ -2,7 +2,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
@@ -61,6 +61,7 @@ def test_dice_rejects_non_boolean_masks():
         dice(np.zeros((3, 3), np.uint8), np.zeros((3, 3), bool))
 
 
+@settings(max_examples=100, deadline=None)
 @given(masks, masks)
 def test_dice_and_iou_are_symmetric_bounded_and_related(a, b):
     d = dice(a, b)
@@ -74,6 +75,7 @@ def test_dice_and_iou_are_symmetric_bounded_and_related(a, b):
     assert dice(a, a) == 1.0
 
 
+@settings(max_examples=100, deadline=None)
 @given(masks, masks, permutations)
 def test_dice_is_invariant_under_axis_permutation(a, b, order):
     assert dice(a.transpose(order), b.transpose(order)) == pytest.approx(dice(a, b))
@@ -109,6 +111,7 @@ def test_volume_rejects_a_bad_voxel_volume(bad):
         absolute_volume_difference_ml(empty, empty, voxel_volume_ml=bad)
 
 
+@settings(max_examples=100, deadline=None)
 @given(masks, masks, st.floats(1e-4, 10.0))
 def test_avd_is_symmetric_nonnegative_and_zero_on_itself(a, b, v):
     d = absolute_volume_difference_ml(a, b, voxel_volume_ml=v)
@@ -170,6 +173,7 @@ def test_per_label_dice_with_large_and_signed_labels():
     assert per_label_dice(pred, truth) == pytest.approx({-1: 1.0, 70000: 2 / 3})
 
 
+@settings(max_examples=100, deadline=None)
 @given(label_maps, label_maps)
 def test_per_label_dice_matches_binary_dice(a, b):
     scores = per_label_dice(a, b)
