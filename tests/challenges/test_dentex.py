@@ -17,16 +17,14 @@ from rexmle.challenges.dentex import metrics, prepare
 from rexmle.challenges.registry import load_implementation
 from rexmle.errors import DataError
 from rexmle.grading.grader import grade_submission, validate_submission
-from rexmle.preparation import prepare_task
 
 TASK = "dentex"
 
 
 @pytest.fixture(scope="module")
-def prepared(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    data_dir = tmp_path_factory.mktemp("data")
-    prepare_task(TASK, data_dir=data_dir, mini=True)
-    return data_dir
+def prepared(prepared_mini) -> Path:
+    """The data dir holding the mini task, prepared once per session."""
+    return prepared_mini(TASK).root.parent
 
 
 def _task_dir(data_dir: Path) -> Path:
@@ -94,7 +92,7 @@ def test_prepare_fails_without_the_disease_json(prepared: Path, tmp_path: Path) 
     raw = tmp_path / "raw"
     shutil.copytree(prepared / TASK / "raw", raw)
     (raw / prepare.DISEASE_DIR / prepare.DISEASE_JSON).unlink()
-    with pytest.raises(DataError, match="train_quadrant_enumeration_disease.json"):
+    with pytest.raises(DataError, match=r"train_quadrant_enumeration_disease\.json"):
         prepare.prepare(raw, tmp_path / "public", tmp_path / "private")
 
 
@@ -236,7 +234,12 @@ def _random_detections(gt: dict, rng: np.random.Generator) -> dict[int, list[dic
         for _ in range(2):
             out[a["image_id"]].append(
                 {
-                    "bbox": [x + rng.normal(0, 1.5), y + rng.normal(0, 2), w, h * rng.uniform(0.8, 1.2)],
+                    "bbox": [
+                        x + rng.normal(0, 1.5),
+                        y + rng.normal(0, 2),
+                        w,
+                        h * rng.uniform(0.8, 1.2),
+                    ],
                     "category_id_1": int(rng.integers(0, 4)),
                     "category_id_2": int(rng.integers(0, 8)),
                     "category_id_3": int(rng.integers(0, 4)),
@@ -364,3 +367,17 @@ def test_csv_rules_missing_extra_and_escaping_paths(prepared: Path, tmp_path: Pa
     assert any("missing" in r and dropped in r for r in reasons), reasons
     assert any(escaped in r and "'..'" in r for r in reasons), reasons
     assert any("train_9999" in r and "not a test id" in r for r in reasons), reasons
+
+
+@pytest.mark.slow
+def test_gold_of_the_real_data_scores_one() -> None:
+    from rexmle.grading.grader import task_dirs
+    from rexmle.preparation import read_prepared
+
+    dirs = task_dirs(TASK)
+    manifest = read_prepared(dirs)
+    if manifest is None or manifest.get("mini"):
+        pytest.skip("the real DENTEX data is not prepared in the configured data dir")
+    report = grade_submission(TASK, dirs.gold, workers=2)
+    assert len(report.cases) == 141
+    assert report.metrics == dict.fromkeys(metrics.KEYS, 1.0)

@@ -68,20 +68,23 @@ def _labels_for(
     if image_id in test_ids:
         # the first test images jointly cover every id of every level
         slot = test_ids.index(image_id)
-        return [
-            (k % 4, (2 * slot + k) % 8, (slot + k) % 4)
-            for k in range(5 if slot < 2 else 4)
-        ]
+        return [(k % 4, (2 * slot + k) % 8, (slot + k) % 4) for k in range(5 if slot < 2 else 4)]
     n = int(rng.integers(2, 6))
     return [
-        (int(rng.integers(0, 4)), int(rng.integers(0, 8)), int(rng.integers(0, 4))) for _ in range(n)
+        (int(rng.integers(0, 4)), int(rng.integers(0, 8)), int(rng.integers(0, 4)))
+        for _ in range(n)
     ]
 
 
 def make_fixture(raw_dir: Path, *, seed: int = 0) -> None:
     """Write the extracted ``training_data/`` tree under ``raw_dir``."""
+    write_dataset(raw_dir, n_images=N_IMAGES, seed=seed)
+
+
+def write_dataset(raw_dir: Path, *, n_images: int, seed: int) -> None:
+    """Write ``n_images`` X-rays and their JSON in the real layout (also used by benchmarks)."""
     rng = np.random.default_rng(seed)
-    order = image_order()
+    order = image_order(n_images)
     test_ids = split_test_ids(order)
     folder = raw_dir / DISEASE_DIR
     (folder / "xrays").mkdir(parents=True)
@@ -123,8 +126,12 @@ def make_fixture(raw_dir: Path, *, seed: int = 0) -> None:
     document = {
         "images": images,
         "annotations": annotations,
-        "categories_1": [{"id": q, "name": str(q + 1), "supercategory": str(q + 1)} for q in range(4)],
-        "categories_2": [{"id": t, "name": str(t + 1), "supercategory": str(t + 1)} for t in range(8)],
+        "categories_1": [
+            {"id": q, "name": str(q + 1), "supercategory": str(q + 1)} for q in range(4)
+        ],
+        "categories_2": [
+            {"id": t, "name": str(t + 1), "supercategory": str(t + 1)} for t in range(8)
+        ],
         "categories_3": [
             {"id": d, "name": name, "supercategory": name} for d, name in enumerate(DIAGNOSES)
         ],
@@ -133,7 +140,9 @@ def make_fixture(raw_dir: Path, *, seed: int = 0) -> None:
     decoy = raw_dir / "training_data" / "quadrant"
     (decoy / "xrays").mkdir(parents=True)
     Image.fromarray(np.zeros((HEIGHT, WIDTH), dtype=np.uint8)).save(decoy / "xrays" / "train_0.png")
-    decoy_doc = {"images": [{"id": 1, "file_name": "train_0.png", "width": WIDTH, "height": HEIGHT}]}
+    decoy_doc = {
+        "images": [{"id": 1, "file_name": "train_0.png", "width": WIDTH, "height": HEIGHT}]
+    }
     (decoy / "train_quadrant.json").write_text(
         json.dumps({**decoy_doc, "annotations": [], "categories": []}), encoding="utf-8"
     )

@@ -103,7 +103,9 @@ def dentex_scores(
         for stat, index in STATS:
             value = float(stats[index])
             if value < 0:
-                msg = f"DENTEX {stat}_{level}: COCO returned {value} (no reference box at this level)"
+                msg = (
+                    f"DENTEX {stat}_{level}: COCO returned {value} (no reference box at this level)"
+                )
                 raise HarnessError(msg)
             values[f"{stat}_{level}"] = value
     for stat, _ in STATS:

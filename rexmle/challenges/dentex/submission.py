@@ -115,7 +115,9 @@ def check_prediction_file(case_id: str, path: Path, public_dir: Path) -> list[st
     allowed = allowed_category_ids(public_dir)
     reasons: list[str] = []
     for index, detection in enumerate(detections):
-        reasons.extend(f"{path.name}: {r}" for r in check_detection(index, detection, case_id, allowed))
+        reasons.extend(
+            f"{path.name}: {r}" for r in check_detection(index, detection, case_id, allowed)
+        )
         if len(reasons) >= MAX_REASONS_PER_FILE:
             reasons.append(f"{path.name}: further detections not checked")
             break

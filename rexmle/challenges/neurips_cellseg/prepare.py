@@ -66,6 +66,19 @@ def _tiff_shape(path: Path) -> tuple[tuple[int, ...], np.dtype]:
         return tuple(int(s) for s in series.shape), np.dtype(series.dtype)
 
 
+def _pillow_shape(path: Path) -> tuple[int, int, int]:
+    """(H, W, bands) from the header; whole-slide images exceed Pillow's decompression-bomb
+    limit, which guards against untrusted files and is lifted here for the trusted raw data."""
+    limit = Image.MAX_IMAGE_PIXELS
+    Image.MAX_IMAGE_PIXELS = None
+    try:
+        with Image.open(path) as image:
+            width, height = image.size
+            return (height, width, len(image.getbands()))
+    finally:
+        Image.MAX_IMAGE_PIXELS = limit
+
+
 def image_spatial_shape(path: Path, expected: tuple[int, int]) -> tuple[int, int] | None:
     """(H, W) of an image read from its header, or None when no layout gives ``expected``.
 
@@ -74,9 +87,7 @@ def image_spatial_shape(path: Path, expected: tuple[int, int]) -> tuple[int, int
     if path.suffix.lower() in (".tif", ".tiff"):
         shape, _ = _tiff_shape(path)
     else:
-        with Image.open(path) as image:
-            width, height = image.size
-            shape = (height, width, len(image.getbands()))
+        shape = _pillow_shape(path)
     if len(shape) == 2:
         return (shape[0], shape[1]) if shape == expected else None
     if len(shape) == 3:
@@ -100,9 +111,7 @@ def discover_pairs(raw_dir: Path) -> list[Pair]:
             )
             raise DataError(msg)
         found = sorted(
-            p
-            for p in images_dir.iterdir()
-            if p.is_file() and p.suffix.lower() in IMAGE_EXTENSIONS
+            p for p in images_dir.iterdir() if p.is_file() and p.suffix.lower() in IMAGE_EXTENSIONS
         )
         stems = [p.stem for p in found]
         if len(set(stems)) != len(stems):
@@ -155,7 +164,9 @@ def split_pairs(pairs: list[Pair], *, seed: int = SPLIT_SEED) -> tuple[list[Pair
 def _check_counts(pairs: list[Pair]) -> None:
     counts = {source: sum(p.source == source for p in pairs) for source, _ in SOURCES}
     if counts != EXPECTED_PAIRS:
-        msg = f"NeurIPS-CellSeg: found {counts} image/label pairs, the spec expects {EXPECTED_PAIRS}"
+        msg = (
+            f"NeurIPS-CellSeg: found {counts} image/label pairs, the spec expects {EXPECTED_PAIRS}"
+        )
         raise DataError(msg)
 
 
@@ -186,14 +197,18 @@ def prepare(
     for folder in ("train/images", "train/labels", "test/images"):
         (public_dir / folder).mkdir(parents=True)
     for pair in train:
-        shutil.copyfile(pair.image, public_dir / "train" / "images" / (pair.public_id + pair.image.suffix))
+        shutil.copyfile(
+            pair.image, public_dir / "train" / "images" / (pair.public_id + pair.image.suffix)
+        )
         shutil.copyfile(pair.label, public_dir / "train" / "labels" / label_name(pair.public_id))
     gold_dir = private_dir / "gold"
     (gold_dir / "predictions").mkdir(parents=True)
     rows = []
     per_image_gold = {}
     for pair in sorted(test, key=lambda p: p.public_id):
-        shutil.copyfile(pair.image, public_dir / "test" / "images" / (pair.public_id + pair.image.suffix))
+        shutil.copyfile(
+            pair.image, public_dir / "test" / "images" / (pair.public_id + pair.image.suffix)
+        )
         relative = f"predictions/{label_name(pair.public_id)}"
         shutil.copyfile(pair.label, gold_dir / relative)
         _write_zero_mask(public_dir / relative, pair.height, pair.width)

@@ -1,0 +1,184 @@
+"""End-to-end grading speed of the 2-D detection/instance tasks at real test-set sizes.
+
+Run: ``.venv/bin/python bench/grade_2d.py [--workers 2] [--whole-slide]``. For each scenario a
+synthetic raw dataset in the real layout is written and prepared (not timed), then a submission
+is graded (validation + scoring + ranking) in a fresh process, which reports wall-clock seconds
+and peak resident memory (the grading process and its largest worker). Scenarios:
+
+* ``dentex``: 705 X-rays -> 141 test images, ~5 GT boxes and ~30 detections per test image.
+* ``neurips-cellseg``: 50 pairs -> 10 test images of 2000 x 2000 with ~1900 cells each.
+* ``--whole-slide``: 5 pairs -> 1 test image of 10 000 x 10 000 (tiled mode), ~50 000 cells.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import tifffile
+
+from rexmle.preparation import RAW_COMPLETE_MARKER, prepare_task
+
+
+def _mark_raw(raw_dir: Path) -> None:
+    (raw_dir / RAW_COMPLETE_MARKER).write_text(json.dumps({"kind": "bench"}) + "\n", "utf-8")
+
+
+def build_dentex(data_dir: Path, rng: np.random.Generator) -> Path:
+    """Prepare a 705-image DENTEX and write a ~30-detections-per-image submission."""
+    from rexmle.challenges.dentex import fixture
+
+    raw = data_dir / "dentex" / "raw"
+    fixture.write_dataset(raw, n_images=705, seed=0)
+    _mark_raw(raw)
+    dirs, _ = prepare_task("dentex", data_dir=data_dir, mini=True)
+    submission = data_dir / "sub-dentex"
+    shutil.copytree(dirs.gold, submission)
+    for path in (submission / "predictions").glob("*.json"):
+        gold = json.loads(path.read_text(encoding="utf-8"))
+        detections = []
+        for d in gold:
+            for _ in range(2):
+                x, y, w, h = d["bbox"]
+                detections.append(
+                    {
+                        **d,
+                        "bbox": [x + rng.normal(0, 2), y + rng.normal(0, 2), w, h],
+                        "score": float(rng.uniform()),
+                    }
+                )
+        while len(detections) < 30:
+            detections.append(
+                {
+                    "bbox": [float(rng.uniform(0, 170)), float(rng.uniform(0, 60)), 10.7, 32.0],
+                    "category_id_1": int(rng.integers(0, 4)),
+                    "category_id_2": int(rng.integers(0, 8)),
+                    "category_id_3": int(rng.integers(0, 4)),
+                    "score": float(rng.uniform()),
+                }
+            )
+        path.write_text(json.dumps(detections), encoding="utf-8")
+    return submission
+
+
+def build_cellseg(data_dir: Path, *, whole_slide: bool) -> Path:
+    """Prepare a CellSeg set with large test images and write a shifted-gold submission."""
+    from rexmle.challenges.neurips_cellseg import fixture
+
+    if whole_slide:
+        training = tuple(f"cell_{i:05d}.png" for i in range(1, 5))
+        tuning = ("cell_00101.tif",)
+        test_shape, test_cells = (10_000, 10_000), 50_000
+    else:
+        training = tuple(f"cell_{i:05d}.png" for i in range(1, 41))
+        tuning = tuple(f"cell_{i:05d}.tif" for i in range(1, 11))
+        test_shape, test_cells = (2000, 2000), 2000
+    raw = data_dir / "neurips-cellseg" / "raw"
+    fixture.write_dataset(
+        raw,
+        training=training,
+        tuning=tuning,
+        seed=0,
+        shape_for=lambda key, is_test: test_shape if is_test else (64, 64),
+        cells_for=lambda key, is_test, rng: test_cells if is_test else 4,
+    )
+    _mark_raw(raw)
+    dirs, _ = prepare_task("neurips-cellseg", data_dir=data_dir, mini=True)
+    submission = data_dir / "sub-cellseg"
+    shutil.copytree(dirs.gold, submission)
+    for path in (submission / "predictions").glob("*.tiff"):
+        labels = tifffile.imread(str(path)).astype(np.uint32)
+        tifffile.imwrite(str(path), np.roll(labels, 1, axis=1), compression="zlib")
+    return submission
+
+
+def grade_in_child(task: str, data_dir: Path, submission: Path, workers: int) -> dict:
+    """Grade in a fresh interpreter; returns its timing and peak-memory report."""
+    out = subprocess.run(
+        [sys.executable, __file__, "--child", task, str(data_dir), str(submission), str(workers)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def child(task: str, data_dir: str, submission: str, workers: str) -> None:
+    """Grade once and print seconds, peak RSS (self and largest worker) and the headline."""
+    from rexmle.grading.grader import grade_submission
+
+    start = time.perf_counter()
+    report = grade_submission(task, Path(submission), data_dir=Path(data_dir), workers=int(workers))
+    seconds = time.perf_counter() - start
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 2**20
+    headline = {"dentex": "ap_mean", "neurips-cellseg": "f1_0.5"}[task]
+    print(
+        json.dumps(
+            {
+                "seconds": seconds,
+                "peak_rss_gib_main": own,
+                "peak_rss_gib_worker": kids,
+                "valid": report.valid,
+                "reasons": report.reasons[:3],
+                headline: report.metrics.get(headline),
+                "n_cases": len(report.cases),
+            }
+        )
+    )
+
+
+def main() -> None:
+    """Build the scenarios, grade each in a fresh process, print one line per scenario."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--whole-slide", action="store_true")
+    parser.add_argument("--only", choices=("dentex", "neurips-cellseg"))
+    args = parser.parse_args()
+    print(
+        f"machine: {platform.machine()} {platform.processor()} python {platform.python_version()}"
+    )
+    rng = np.random.default_rng(0)
+    with tempfile.TemporaryDirectory(prefix="rexmle-bench-") as tmp:
+        data_dir = Path(tmp)
+        scenarios: list[tuple[str, str, Path]] = []
+        if args.only in (None, "dentex"):
+            started = time.perf_counter()
+            scenarios.append(("dentex 141 images", "dentex", build_dentex(data_dir, rng)))
+            print(f"  (dentex raw + prepare: {time.perf_counter() - started:.1f} s)")
+        if args.only in (None, "neurips-cellseg"):
+            started = time.perf_counter()
+            label = (
+                "neurips-cellseg 1 x 10000^2" if args.whole_slide else "neurips-cellseg 10 x 2000^2"
+            )
+            submission = build_cellseg(data_dir, whole_slide=args.whole_slide)
+            scenarios.append((label, "neurips-cellseg", submission))
+            print(f"  (cellseg raw + prepare: {time.perf_counter() - started:.1f} s)")
+        for label, task, submission in scenarios:
+            for name, folder in (
+                ("gold", data_dir / task / "private" / "gold"),
+                ("perturbed", submission),
+            ):
+                result = grade_in_child(task, data_dir, folder, args.workers)
+                print(
+                    f"{label:<30} {name:<10} {result['seconds']:7.2f} s  peak RSS main "
+                    f"{result['peak_rss_gib_main']:.2f} GiB, worker {result['peak_rss_gib_worker']:.2f} "
+                    f"GiB  valid={result['valid']}  cases={result['n_cases']}  "
+                    + " ".join(f"{k}={v}" for k, v in result.items() if k in ("ap_mean", "f1_0.5"))
+                )
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 6 and sys.argv[1] == "--child":
+        child(*sys.argv[2:])
+    else:
+        main()
