@@ -229,9 +229,16 @@ def _read_tiff(path: Path) -> Image:
 def _read_pillow(path: Path) -> Image:
     from PIL import Image as PILImage
 
-    with PILImage.open(path) as pil:
-        pil.load()
-        array = np.asarray(pil)
+    # Whole-slide microscopy images exceed Pillow's decompression-bomb limit (89.5 MP); sizes are
+    # checked against the task's expected shape by the caller, so the limit is lifted here.
+    limit = PILImage.MAX_IMAGE_PIXELS
+    PILImage.MAX_IMAGE_PIXELS = None
+    try:
+        with PILImage.open(path) as pil:
+            pil.load()
+            array = np.asarray(pil)
+    finally:
+        PILImage.MAX_IMAGE_PIXELS = limit
     return _image_2d(array)
 
 

@@ -19,6 +19,7 @@ __all__ = [
     "labels_present",
     "per_label_dice",
     "volume_ml",
+    "volume_mm3",
     "volume_rmse",
 ]
 

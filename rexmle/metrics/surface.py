@@ -212,16 +212,48 @@ def _nearest_distances_mm(
                 field = edt.edt(~target, anisotropy=tuple(spacing), black_border=False)
                 distances[query] = field[tuple(points[query].T)]
         return a_distances, b_distances
-    for points, query, distances, targets in (
-        (a_points, a_query, a_distances, b_points),
-        (b_points, b_query, b_distances, a_points),
+    for points, query, distances, targets, target_mask in (
+        (a_points, a_query, a_distances, b_points, b_mask),
+        (b_points, b_query, b_distances, a_points, a_mask),
     ):
-        if query.any():
-            sources = points[query]
+        if not query.any():
+            continue
+        sources = points[query]
+        found = _nearest_in_window_mm(sources, target_mask, spacing)
+        far = np.isinf(found)
+        if far.any():
             tree = cKDTree(targets * spacing, balanced_tree=False, compact_nodes=False)
-            _, nearest = tree.query(sources * spacing, k=1)
-            distances[query] = _exact_offsets_mm(targets[nearest] - sources, spacing)
+            _, nearest = tree.query(sources[far] * spacing, k=1)
+            found[far] = _exact_offsets_mm(targets[nearest] - sources[far], spacing)
+        distances[query] = found
     return a_distances, b_distances
+
+
+def _nearest_in_window_mm(
+    sources: np.ndarray, target_mask: np.ndarray, spacing: np.ndarray
+) -> npt.NDArray[np.float64]:
+    """Distance to the nearest target voxel among the 3×…×3 neighbours of each source, where
+    that is the global nearest; inf elsewhere.
+
+    Every voxel outside the window differs by ≥ 2 steps on some axis, so it lies at least
+    2·min(spacing) away: a neighbour found at or below that distance is the nearest one.
+    """
+    ndim = target_mask.ndim
+    padded = np.pad(target_mask, 1)
+    strides = np.array(padded.strides, dtype=np.int64) // padded.itemsize
+    flat_padded = padded.ravel()
+    flat_sources = (sources + 1) @ strides
+    offsets = np.array([o for o in np.ndindex(*(3,) * ndim) if o != (1,) * ndim]) - 1
+    offset_mm = _exact_offsets_mm(offsets, spacing)
+    order = np.argsort(offset_mm, kind="stable")
+    best = np.full(len(sources), np.inf)
+    bound = 2.0 * float(spacing.min())
+    for index in order:
+        if offset_mm[index] > bound:
+            break
+        hit = flat_padded[flat_sources + int(offsets[index] @ strides)] & np.isinf(best)
+        best[hit] = offset_mm[index]
+    return best
 
 
 @dataclass(frozen=True)

@@ -88,7 +88,7 @@ def unpack_submission(payload: bytes, target: Path, *, max_unpacked_bytes: int) 
     else:
         buffer.seek(0)
         try:
-            archive_tar = tarfile.open(fileobj=buffer, mode="r:*")
+            archive_tar = tarfile.open(fileobj=buffer, mode="r:*")  # noqa: SIM115 - closed below
         except tarfile.TarError as err:
             msg = "the upload is neither a zip nor a tar (optionally gzip) archive"
             raise UploadError(msg) from err
@@ -158,7 +158,9 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: object) -> None:
         return
 
-    def _reply(self, status: int, body: dict[str, object], headers: dict[str, str] | None = None) -> None:
+    def _reply(
+        self, status: int, body: dict[str, object], headers: dict[str, str] | None = None
+    ) -> None:
         data = (json.dumps(body) + "\n").encode("utf-8")
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
@@ -317,4 +319,3 @@ class ValidationServer:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
-

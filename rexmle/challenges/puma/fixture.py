@@ -32,7 +32,7 @@ import numpy.typing as npt
 
 from rexmle.challenges.puma.classes import NUCLEI_NAMES, TISSUE_VALUES
 from rexmle.challenges.puma.geojson import Feature
-from rexmle.challenges.puma.raster import feature_mask, paint_features
+from rexmle.challenges.puma.raster import paint_feature, paint_features
 
 ROI_SIZE = 128
 ROI_FOLDER = "01_training_dataset_tif_ROIs"
@@ -42,6 +42,7 @@ CLOSE_PAIR_CASE = "training_set_metastatic_roi_002"
 BARE_LIST_CASE = "training_set_primary_roi_002"
 CLOSE_PAIR_DISTANCE_PX = 10.0
 MIN_NUCLEUS_DISTANCE_PX = 14.0
+GRID_PX = 16.0
 MISSING_CLASSES = {CLOSE_PAIR_CASE: ("nuclei_neutrophil", "nuclei_apoptosis")}
 
 TISSUE_RGB: dict[int, tuple[int, int, int]] = {
@@ -66,20 +67,24 @@ NUCLEUS_STYLE: dict[str, tuple[tuple[int, int, int], float]] = {
 }
 
 
-def case_ids() -> list[str]:
-    """The 10 case ids of the fixture."""
+def case_ids(n_per_kind: int = 5) -> list[str]:
+    """Case ids: ``n_per_kind`` primary then ``n_per_kind`` metastatic ROIs."""
     return [
         f"training_set_{kind}_roi_{n:03d}"
         for kind in ("primary", "metastatic")
-        for n in range(1, 6)
+        for n in range(1, n_per_kind + 1)
     ]
 
 
 def _blob(
     rng: np.random.Generator, centre: tuple[float, float], radius: float, n: int
 ) -> list[list[float]]:
-    """A closed, jittered ring around ``centre`` (first vertex repeated at the end)."""
-    angles = np.sort(rng.uniform(0, 2 * np.pi, n))
+    """A closed, jittered star-shaped ring around ``centre`` (first vertex repeated at the end).
+
+    Vertices lie at evenly spread angles (jittered) and 0.75-1.15 x ``radius``: the ring is simple
+    and contains the disc of radius 0.7 x ``radius`` around ``centre``.
+    """
+    angles = (np.arange(n) + rng.uniform(-0.3, 0.3, n)) * 2 * np.pi / n
     radii = radius * rng.uniform(0.75, 1.15, n)
     ring = [
         [round(centre[0] + r * math.cos(a), 2), round(centre[1] + r * math.sin(a), 2)]
@@ -104,38 +109,37 @@ def _feature(name: str, geometry_type: str, coordinates: list) -> dict[str, obje
     }
 
 
-def _tissue_features(rng: np.random.Generator, index: int) -> list[dict[str, object]]:
-    size = ROI_SIZE
-    centre = (size / 2 + rng.uniform(-4, 4), size / 2 + rng.uniform(-4, 4))
-    hole_centre = (rng.uniform(26, 34), rng.uniform(82, 92))
+def _tissue_features(rng: np.random.Generator, index: int, scale: float) -> list[dict]:
+    """Tissue features drawn on a 128 px canvas, coordinates multiplied by ``scale``."""
+
+    def scaled(ring: list[list[float]]) -> list[list[float]]:
+        return [[round(x * scale, 2), round(y * scale, 2)] for x, y in ring]
+
+    centre = (64 + rng.uniform(-4, 4), 64 + rng.uniform(-4, 4))
+    hole = (rng.uniform(37, 43), rng.uniform(77, 83))  # well inside the stroma outline
     stroma = [
         _blob(rng, centre, 60.0, 14),
-        _rectangle(
-            round(hole_centre[0] - 6, 2),
-            round(hole_centre[1] - 6, 2),
-            round(hole_centre[0] + 6, 2),
-            round(hole_centre[1] + 6, 2),
-        )[::-1],
+        _rectangle(hole[0] - 6, hole[1] - 6, hole[0] + 6, hole[1] + 6)[::-1],
     ]
     tumour_centre = (rng.uniform(72, 84), rng.uniform(66, 80))
     tumour = [_blob(rng, tumour_centre, 24.0, 11)]
-    band_top = round(rng.uniform(3, 8), 2)
-    epidermis = [_rectangle(6.0, band_top, 122.0, round(band_top + rng.uniform(10, 14), 2))]
+    band_top = rng.uniform(3, 8)
+    epidermis = [_rectangle(6.0, band_top, 122.0, band_top + rng.uniform(10, 14))]
     vessels = [
         [_blob(rng, (rng.uniform(20, 40), rng.uniform(34, 50)), 6.0, 8)],
         [_blob(rng, (rng.uniform(44, 56), rng.uniform(100, 112)), 5.0, 8)],
     ]
     necrosis = [_blob(rng, (tumour_centre[0] + 6, tumour_centre[1] + 4), 7.0, 9)]
     features = [
-        _feature("tissue_stroma", "Polygon", stroma),
-        _feature("tissue_tumor", "Polygon", tumour),
-        _feature("tissue_epidermis", "Polygon", epidermis),
-        _feature("tissue_blood_vessel", "MultiPolygon", vessels),
-        _feature("tissue_necrosis", "Polygon", necrosis),
+        _feature("tissue_stroma", "Polygon", [scaled(r) for r in stroma]),
+        _feature("tissue_tumor", "Polygon", [scaled(r) for r in tumour]),
+        _feature("tissue_epidermis", "Polygon", [scaled(r) for r in epidermis]),
+        _feature("tissue_blood_vessel", "MultiPolygon", [[scaled(r) for r in p] for p in vessels]),
+        _feature("tissue_necrosis", "Polygon", [scaled(r) for r in necrosis]),
     ]
     if index % 2 == 0:
         corner = [_blob(rng, (rng.uniform(8, 14), rng.uniform(116, 122)), 12.0, 10)]
-        features.append(_feature("tissue_white_background", "Polygon", corner))
+        features.append(_feature("tissue_white_background", "Polygon", [scaled(r) for r in corner]))
     return features
 
 
@@ -152,25 +156,34 @@ def _hexagon(rng: np.random.Generator, centre: tuple[float, float], radius: floa
 
 
 def _nucleus_centres(
-    rng: np.random.Generator, n: int, close_pair: bool
+    rng: np.random.Generator, n: int, size: int, close_pair: bool
 ) -> list[tuple[float, float]]:
+    """``n`` centres on a jittered 16 px grid (>= 14 px apart), optionally a 10 px pair first."""
+    cells = np.arange(GRID_PX / 2, size - GRID_PX / 2 + 1e-9, GRID_PX)
+    grid = [(float(x), float(y)) for y in cells for x in cells]
+    order = rng.permutation(len(grid))
     centres: list[tuple[float, float]] = []
     if close_pair:
-        x, y = rng.uniform(30, 90), rng.uniform(30, 90)
-        centres += [(x, y), (x + CLOSE_PAIR_DISTANCE_PX, y)]
-    while len(centres) < n:
-        candidate = (float(rng.uniform(8, ROI_SIZE - 8)), float(rng.uniform(8, ROI_SIZE - 8)))
+        x, y = grid[int(order[0])]
+        centres += [(x - CLOSE_PAIR_DISTANCE_PX / 2, y), (x + CLOSE_PAIR_DISTANCE_PX / 2, y)]
+    for k in order[1:]:
+        if len(centres) == n:
+            break
+        x, y = grid[int(k)]
+        candidate = (x + float(rng.uniform(-1, 1)), y + float(rng.uniform(-1, 1)))
         if all(math.dist(candidate, c) >= MIN_NUCLEUS_DISTANCE_PX for c in centres):
             centres.append(candidate)
     return centres
 
 
-def _nuclei_features(rng: np.random.Generator, case_id: str) -> list[dict[str, object]]:
+def _nuclei_features(
+    rng: np.random.Generator, case_id: str, size: int, n_nuclei: tuple[int, int]
+) -> list[dict[str, object]]:
     missing = MISSING_CLASSES.get(case_id, ())
     names = [name for name in NUCLEI_NAMES if name not in missing]
-    n = int(rng.integers(20, 31))
-    centres = _nucleus_centres(rng, n, close_pair=case_id == CLOSE_PAIR_CASE)
-    classes = names + [str(c) for c in rng.choice(names, size=n - len(names))]
+    n = int(rng.integers(n_nuclei[0], n_nuclei[1] + 1))
+    centres = _nucleus_centres(rng, n, size, close_pair=case_id == CLOSE_PAIR_CASE)
+    classes = names + [str(c) for c in rng.choice(names, size=max(len(centres) - len(names), 0))]
     features = []
     for k, (centre, name) in enumerate(zip(centres, classes, strict=True)):
         radius = NUCLEUS_STYLE[name][1]
@@ -183,17 +196,15 @@ def _nuclei_features(rng: np.random.Generator, case_id: str) -> list[dict[str, o
     return features
 
 
-def _as_features(raw: list[dict[str, object]]) -> list[Feature]:
+def _as_features(raw: list[dict]) -> list[Feature]:
     features = []
     for item in raw:
         geometry = item["geometry"]
-        assert isinstance(geometry, dict)
-        name = item["properties"]["classification"]["name"]  # type: ignore[index]
-        coords = geometry["coordinates"]
-        polygons = [coords] if geometry["type"] == "Polygon" else coords
+        coordinates = geometry["coordinates"]
+        polygons = [coordinates] if geometry["type"] == "Polygon" else coordinates
         features.append(
             Feature(
-                class_name=str(name),
+                class_name=str(item["properties"]["classification"]["name"]),
                 geometry_type=str(geometry["type"]),
                 polygons=[[np.asarray(r, dtype=np.float64) for r in p] for p in polygons],
             )
@@ -202,21 +213,16 @@ def _as_features(raw: list[dict[str, object]]) -> list[Feature]:
 
 
 def render_roi(
-    rng: np.random.Generator,
-    tissue: list[dict[str, object]],
-    nuclei: list[dict[str, object]],
-    size: int = ROI_SIZE,
+    rng: np.random.Generator, tissue: list[dict], nuclei: list[dict], size: int
 ) -> npt.NDArray[np.uint8]:
     """An RGBA image drawn from the annotations: tissue colours, darker nuclei, noise."""
-    shape = (size, size)
-    labels = paint_features(_as_features(tissue), TISSUE_VALUES, shape)
-    rgb = np.zeros((*shape, 3), dtype=np.float64)
-    for value, colour in TISSUE_RGB.items():
-        rgb[labels == value] = colour
+    labels = paint_features(_as_features(tissue), TISSUE_VALUES, (size, size))
+    palette = np.array([TISSUE_RGB[v] for v in range(len(TISSUE_RGB))], dtype=np.float32)
+    rgb = palette[labels]
     for feature in _as_features(nuclei):
-        rgb[feature_mask(feature, shape)] = NUCLEUS_STYLE[feature.class_name][0]
-    rgb += rng.normal(0.0, 10.0, rgb.shape)
-    rgba = np.full((*shape, 4), 255, dtype=np.uint8)
+        paint_feature(rgb, feature, NUCLEUS_STYLE[feature.class_name][0])
+    rgb += rng.normal(0.0, 10.0, rgb.shape).astype(np.float32)
+    rgba = np.full((size, size, 4), 255, dtype=np.uint8)
     rgba[..., :3] = np.clip(np.rint(rgb), 0, 255).astype(np.uint8)
     return rgba
 
@@ -228,12 +234,27 @@ def _write_json(path: Path, content: object) -> None:
 
 def make_fixture(raw_dir: Path, *, seed: int = 0) -> None:
     """Write the 10 mini ROIs and their annotations in the extracted release layout."""
+    write_raw(raw_dir, seed=seed)
+
+
+def write_raw(
+    raw_dir: Path,
+    *,
+    seed: int = 0,
+    size: int = ROI_SIZE,
+    n_per_kind: int = 5,
+    n_nuclei: tuple[int, int] = (20, 30),
+) -> None:
+    """Write ``2 * n_per_kind`` ROIs of ``size`` x ``size`` px with their annotations.
+
+    The mini fixture uses the defaults; benchmarks ask for real-size ROIs and nucleus counts.
+    """
     import tifffile
 
     rng = np.random.default_rng(seed)
-    for index, case_id in enumerate(case_ids()):
-        tissue = _tissue_features(rng, index)
-        nuclei = _nuclei_features(rng, case_id)
+    for index, case_id in enumerate(case_ids(n_per_kind)):
+        tissue = _tissue_features(rng, index, size / ROI_SIZE)
+        nuclei = _nuclei_features(rng, case_id, size, n_nuclei)
         tissue_content: object = (
             tissue
             if case_id == BARE_LIST_CASE
@@ -244,7 +265,7 @@ def make_fixture(raw_dir: Path, *, seed: int = 0) -> None:
             raw_dir / f"{case_id}_nuclei.geojson",
             {"type": "FeatureCollection", "features": nuclei},
         )
-        image = render_roi(rng, tissue, nuclei)
+        image = render_roi(rng, tissue, nuclei, size)
         target = raw_dir / ROI_FOLDER / f"{case_id}.tif"
         target.parent.mkdir(parents=True, exist_ok=True)
         tifffile.imwrite(target, image, photometric="rgb", extrasamples=("unassalpha",))

@@ -9,8 +9,6 @@ SimpleITK x index used by the left-right flip rule.
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 import numpy.typing as npt
 
@@ -22,69 +20,23 @@ from rexmle.challenges.topcow.labels import (
     variant_string,
 )
 from rexmle.metrics.lesions import DetectionOutcome, label_detection
-from rexmle.metrics.topology import component_count
+from rexmle.metrics.topology import component_count, label_neighbors
 
 REGION_LABELS: dict[str, tuple[int, ...]] = {
     "anterior": ANTERIOR_LABELS,
     "posterior": POSTERIOR_LABELS,
 }
 
-_HALF_NEIGHBOURHOOD: tuple[tuple[int, int, int], ...] = tuple(
-    offset for offset in itertools.product((-1, 0, 1), repeat=3) if offset > (0, 0, 0)
-)
-"""The 13 offsets of one half of the 26-neighbourhood (the other half is their negation)."""
 
-
-def _shifted_pair(labels: np.ndarray, offset: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
-    """Views (a, b) of ``labels`` such that b[i] is the neighbour of a[i] at ``offset``."""
-    first, second = [], []
-    for step, n in zip(offset, labels.shape, strict=True):
-        first.append(slice(max(0, -step), n - max(0, step)))
-        second.append(slice(max(0, step), n - max(0, -step)))
-    return labels[tuple(first)], labels[tuple(second)]
-
-
-def touching_pairs(labels: npt.NDArray[np.integer]) -> set[tuple[int, int]]:
-    """Every ordered pair (A, B) of different non-zero labels where A touches B.
-
-    Definition: (A, B) is in the set when a voxel of label A has a voxel of label B among its
-        26 neighbours. The relation is symmetric, so (B, A) is in the set too.
-    Empty: a map with fewer than two labels gives the empty set.
-    Follows: the official neighbour search (26-neighbourhood on the zero-padded map).
-
-    Args:
-        labels: 3-D label map with values in 0..255.
-
-    Returns:
-        The set of ordered pairs.
-
-    Raises:
-        ValueError: the map is not 3-D.
-    """
-    if labels.ndim != 3:
-        msg = f"touching_pairs needs a 3-D label map, got shape {labels.shape}"
-        raise ValueError(msg)
-    codes: set[int] = set()
-    for offset in _HALF_NEIGHBOURHOOD:
-        a, b = _shifted_pair(labels, offset)
-        differ = (a != b) & (a != 0) & (b != 0)
-        if not differ.any():
-            continue
-        pair_codes = a[differ].astype(np.int64) * 256 + b[differ].astype(np.int64)
-        codes.update(int(c) for c in np.unique(pair_codes))
-    pairs = {(c // 256, c % 256) for c in codes}
-    return pairs | {(b, a) for a, b in pairs}
-
-
-def neighbours_of(pairs: set[tuple[int, int]], label: int) -> tuple[int, ...]:
+def neighbours_of(neighbours: dict[int, set[int]], label: int) -> tuple[int, ...]:
     """Sorted non-zero labels touching ``label`` (empty when the label is absent)."""
-    return tuple(sorted(b for a, b in pairs if a == label))
+    return tuple(sorted(neighbours.get(label, ())))
 
 
 def edge_bits(
-    present: set[int], pairs: set[tuple[int, int]]
+    present: set[int], neighbours: dict[int, set[int]]
 ) -> dict[str, tuple[int, int, int, int]]:
-    """Anterior and posterior edge bits of a label map from its labels and touching pairs.
+    """Anterior and posterior edge bits of a label map from its labels and neighbour sets.
 
     Definition (topcow.md): anterior = [L-A1, Acom, 3rd-A2, R-A1] with L-A1 = 12 present and
         touching 6, Acom = 10 present, 3rd-A2 = 15 present, R-A1 = 11 present and touching 4;
@@ -93,23 +45,17 @@ def edge_bits(
 
     Args:
         present: the non-zero labels present in the map.
-        pairs: its touching pairs (:func:`touching_pairs`).
+        neighbours: label -> labels touching it (`rexmle.metrics.topology.label_neighbors`).
 
     Returns:
         ``{"anterior": bits, "posterior": bits}``, each bit 0 or 1.
     """
-    anterior = (
-        int((12, 6) in pairs),
-        int(10 in present),
-        int(15 in present),
-        int((11, 4) in pairs),
-    )
-    posterior = (
-        int(9 in present),
-        int((3, 1) in pairs),
-        int((2, 1) in pairs),
-        int(8 in present),
-    )
+
+    def touches(a: int, b: int) -> int:
+        return int(b in neighbours.get(a, ()))
+
+    anterior = (touches(12, 6), int(10 in present), int(15 in present), touches(11, 4))
+    posterior = (int(9 in present), touches(3, 1), touches(2, 1), int(8 in present))
     return {"anterior": anterior, "posterior": posterior}
 
 
@@ -160,10 +106,10 @@ class LabelMapGraph:
 
     def __init__(self, labels: npt.NDArray[np.integer]) -> None:
         self.labels = labels
-        counts = np.bincount(labels.ravel(), minlength=16)
+        counts = np.bincount(labels.ravel(order="K"), minlength=16)
         self.present: set[int] = {int(v) for v in np.flatnonzero(counts) if v != 0}
-        self.pairs = touching_pairs(labels)
-        self.bits = edge_bits(self.present, self.pairs)
+        self.neighbours = label_neighbors(labels)
+        self.bits = edge_bits(self.present, self.neighbours)
         self._b0: dict[int, int] = {}
 
     def b0(self, label: int) -> int:
@@ -197,7 +143,7 @@ def region_matches(pred: LabelMapGraph, truth: LabelMapGraph, region: str) -> bo
         outcome = label_detection(pred.labels, truth.labels, label, iou_threshold=0.25)
         if outcome not in (DetectionOutcome.TP, DetectionOutcome.TN):
             return False
-        if neighbours_of(pred.pairs, label) != neighbours_of(truth.pairs, label):
+        if neighbours_of(pred.neighbours, label) != neighbours_of(truth.neighbours, label):
             return False
         if pred.b0(label) != truth.b0(label):
             return False

@@ -9,22 +9,22 @@ Every definition follows CoWBenchmark/TopCoW_Eval_Metrics (``topcow24_eval`` @25
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
-from skimage.morphology import skeletonize
 
 from rexmle.challenges.topcow.graph import LabelMapGraph, region_matches, variant_strings
 from rexmle.challenges.topcow.labels import GROUP2_LABELS, REGION_EDGES, variant_string
 from rexmle.challenges.topcow.roi import Box, read_roi
 from rexmle.io import read_image
+from rexmle.metrics.boxes import boundary_iou, box_iou
 from rexmle.metrics.classification import balanced_accuracy
 from rexmle.metrics.lesions import detection_f1, label_detection
 from rexmle.metrics.overlap import per_label_dice
 from rexmle.metrics.surface import per_label_hd95
+from rexmle.metrics.topology import cldice, per_label_b0_error
 
 SEG_KEYS = (
     "dice",
@@ -42,7 +42,6 @@ EDGE_KEYS = ("anterior_acc", "posterior_acc")
 HD95_ABSENT_MM = 90.0
 """HD95 of a label present on one side only (official TopCoW bound)."""
 BOUNDARY_RATIO = 0.2
-IOU_RATIO = 0.5
 REGIONS = ("anterior", "posterior")
 FAIL = "FAIL"
 """The topology class of a case whose region does not match."""
@@ -51,38 +50,27 @@ FAIL = "FAIL"
 # ---- Task 1 ---------------------------------------------------------------------------------
 
 
-def centerline_dice(pred: npt.NDArray[np.bool_], truth: npt.NDArray[np.bool_]) -> float:
-    """clDice of two binary 3-D masks (skeletons by scikit-image's 3-D Lee thinning).
+FOREGROUND_MARGIN = 2
+"""Background voxels kept around the union foreground (clDice skeletons use a 2-voxel margin)."""
 
-    Definition: Tprec = |skel(P) ∩ G| / |skel(P)|, Tsens = |skel(G) ∩ P| / |skel(G)|;
-        clDice = 2·Tprec·Tsens / (Tprec + Tsens).
-    Units: none, in [0, 1]; higher is better.
-    Empty: Tprec (Tsens) = 0 when skel(P) (skel(G)) is empty; clDice = 0 when Tprec + Tsens = 0.
-    Follows: TopCoW 2024 ``clDice`` (merged foreground of all labels, arrays in (x, y, z) index
-        order, ``skeletonize`` on a 3-D array = Lee 1994, as ``skeletonize_3d``).
-    Differs: none.
 
-    Args:
-        pred: predicted mask in (x, y, z) order.
-        truth: reference mask, same shape.
+def foreground_window(
+    pred: npt.NDArray[np.integer], truth: npt.NDArray[np.integer], *, margin: int
+) -> tuple[slice, ...]:
+    """Slices of the bounding box of ``(pred > 0) | (truth > 0)``, grown by ``margin``, clipped.
 
-    Returns:
-        The clDice.
-
-    Raises:
-        ValueError: the shapes differ.
+    An all-background pair gives the whole array.
     """
-    if pred.shape != truth.shape:
-        msg = f"pred has shape {pred.shape} but truth has {truth.shape}"
-        raise ValueError(msg)
-    skel_pred = skeletonize(pred) if pred.any() else pred
-    skel_truth = skeletonize(truth) if truth.any() else truth
-    n_pred, n_truth = int(np.count_nonzero(skel_pred)), int(np.count_nonzero(skel_truth))
-    tprec = int(np.count_nonzero(skel_pred & truth)) / n_pred if n_pred else 0.0
-    tsens = int(np.count_nonzero(skel_truth & pred)) / n_truth if n_truth else 0.0
-    if tprec + tsens == 0:
-        return 0.0
-    return 2.0 * tprec * tsens / (tprec + tsens)
+    window = []
+    for axis in range(pred.ndim):
+        others = tuple(a for a in range(pred.ndim) if a != axis)
+        present = np.flatnonzero(np.any(pred, axis=others) | np.any(truth, axis=others))
+        if present.size == 0:
+            return tuple(slice(None) for _ in range(pred.ndim))
+        start = max(int(present[0]) - margin, 0)
+        stop = min(int(present[-1]) + 1 + margin, pred.shape[axis])
+        window.append(slice(start, stop))
+    return tuple(window)
 
 
 def score_segmentation(
@@ -99,6 +87,10 @@ def score_segmentation(
     the group-2 outcome per label (``grp2_<l>``: TP/FP/FN/TN at IoU ≥ 0.25); the GT and predicted
     variant strings; whether each topology region matches.
 
+    Both maps are first cropped to the bounding box of their union foreground plus 2 voxels.
+    No value changes: every rule treats the array border as background (official zero padding),
+    and clDice already skeletonises each mask inside its own box plus 2 voxels.
+
     Args:
         pred: cropped predicted label map, uint8, (x, y, z) order.
         truth: cropped reference label map, same shape and dtype.
@@ -107,20 +99,22 @@ def score_segmentation(
     Returns:
         Mapping of per-case values (floats, outcome strings, variant strings).
     """
+    window = foreground_window(pred, truth, margin=FOREGROUND_MARGIN)
+    pred, truth = pred[window], truth[window]
     dice_per_label = per_label_dice(pred, truth)
     hd95_per_label = per_label_hd95(
         pred, truth, spacing_mm=spacing_mm, absent_value_mm=HD95_ABSENT_MM
     )
     pred_graph, truth_graph = LabelMapGraph(pred), LabelMapGraph(truth)
     labels = sorted(pred_graph.present | truth_graph.present)
-    b0_per_label = {lab: abs(pred_graph.b0(lab) - truth_graph.b0(lab)) for lab in labels}
+    b0_per_label = per_label_b0_error(pred, truth, connectivity=26)
 
     def mean_over_labels(values: dict[int, float] | dict[int, int]) -> float:
         return float(np.mean([values[lab] for lab in labels])) if labels else 0.0
 
     result: dict[str, object] = {
         "dice": mean_over_labels(dice_per_label),
-        "cldice": centerline_dice(pred > 0, truth > 0),
+        "cldice": cldice(pred > 0, truth > 0),
         "b0_error": mean_over_labels(b0_per_label),
         "hd95": mean_over_labels(hd95_per_label),
     }
@@ -143,7 +137,7 @@ def score_segmentation_case(item: tuple[str, Path, Path, Path]) -> dict[str, obj
     """
     case_id, pred_path, gold_path, roi_path = item
     gold = read_image(gold_path)
-    window = read_roi(roi_path).crop(gold.geometry.shape)
+    window = (slice(None),) * 3
     spacing = gold.geometry.spacing_mm[:3]
     truth = np.asarray(gold.array)[window].astype(np.uint8)
     del gold
@@ -185,86 +179,17 @@ def aggregate_segmentation(cases: list[dict[str, object]]) -> dict[str, float]:
 # ---- Task 2 ---------------------------------------------------------------------------------
 
 
-def _overlap_voxels(first: tuple[list[int], list[int]], second: tuple[list[int], list[int]]) -> int:
-    """Voxels in the intersection of two inclusive boxes given as (lower corner, upper corner)."""
-    count = 1
-    for lo_a, hi_a, lo_b, hi_b in zip(first[0], first[1], second[0], second[1], strict=True):
-        extent = min(hi_a, hi_b) - max(lo_a, lo_b) + 1
-        if extent <= 0:
-            return 0
-        count *= extent
-    return count
-
-
-def _box_and_core(
-    box: Box, ratio: float
-) -> tuple[tuple[list[int], list[int]], tuple[list[int], list[int]] | None]:
-    lower = list(box.location)
-    upper = [lo + s - 1 for lo, s in zip(box.location, box.size, strict=True)]
-    depth = [math.ceil(s * ratio) for s in box.size]
-    core_lower = [lo + d for lo, d in zip(lower, depth, strict=True)]
-    core_upper = [u - d for u, d in zip(upper, depth, strict=True)]
-    core = (
-        None
-        if any(hi < lo for lo, hi in zip(core_lower, core_upper, strict=True))
-        else (core_lower, core_upper)
-    )
-    return (lower, upper), core
-
-
-def boundary_iou(first: Box, second: Box, *, ratio: float) -> float:
-    """IoU of the boundary shells of two voxel boxes, in closed form.
-
-    Definition: the shell of a box with size s and location l holds the voxels v of the box
-        [l, l + s − 1] with v_i − l_i < d_i or (l_i + s_i − 1) − v_i < d_i on some axis i,
-        d_i = ceil(s_i · ratio) (computed as ``math.ceil(s * ratio)``, as the official code).
-        Boundary IoU = |shell(A) ∩ shell(B)| / |shell(A) ∪ shell(B)|, counted with
-        core(X) = X shrunk by d_i on both sides: |shell(A) ∩ shell(B)| = |A∩B| − |core(A)∩B|
-        − |A∩core(B)| + |core(A)∩core(B)|, |shell(X)| = |X| − |core(X)|.
-    Units: none, in [0, 1]; higher is better. ratio 0.5 empties the core: plain box IoU.
-    Empty: never (sizes ≥ 1 give non-empty shells).
-    Follows: TopCoW 2024 Task 2 ``boundary_iou_from_tuple`` (ratio 0.2 for ``Boundary_IoU``,
-        0.5 for ``IoU``); boxes unclipped, negative or out-of-volume coordinates allowed.
-    Differs: no voxel sets are built (identical counts).
-
-    Args:
-        first: one box.
-        second: the other box.
-        ratio: boundary depth as a fraction of each side, in (0, 0.5].
-
-    Returns:
-        The boundary IoU.
-
-    Raises:
-        ValueError: a size is below 1 or the ratio is outside (0, 0.5].
-    """
-    if not 0.0 < ratio <= 0.5:
-        msg = f"ratio must be in (0, 0.5], got {ratio}"
-        raise ValueError(msg)
-    if min(*first.size, *second.size) < 1:
-        msg = f"box sizes must be >= 1, got {first.size} and {second.size}"
-        raise ValueError(msg)
-    box_a, core_a = _box_and_core(first, ratio)
-    box_b, core_b = _box_and_core(second, ratio)
-    volume_a = math.prod(first.size)
-    volume_b = math.prod(second.size)
-    shell_a = volume_a - (_overlap_voxels(core_a, core_a) if core_a else 0)
-    shell_b = volume_b - (_overlap_voxels(core_b, core_b) if core_b else 0)
-    intersection = _overlap_voxels(box_a, box_b)
-    if core_a:
-        intersection -= _overlap_voxels(core_a, box_b)
-    if core_b:
-        intersection -= _overlap_voxels(box_a, core_b)
-    if core_a and core_b:
-        intersection += _overlap_voxels(core_a, core_b)
-    return intersection / (shell_a + shell_b - intersection)
-
-
 def score_box(pred: Box, truth: Box) -> dict[str, float]:
-    """Task-2 values of one case: ``boundary_iou`` (ratio 0.2) and ``iou`` (ratio 0.5)."""
+    """Task-2 values of one case: ``boundary_iou`` (shell ratio 0.2) and ``iou``.
+
+    Both follow ``boundary_iou_from_tuple`` of the official code (``iou`` is its ratio 0.5, whose
+    shell is the whole box, i.e. the plain box IoU); boxes are used unclipped.
+    """
+    first = (list(truth.location), list(truth.size))
+    second = (list(pred.location), list(pred.size))
     return {
-        "boundary_iou": boundary_iou(truth, pred, ratio=BOUNDARY_RATIO),
-        "iou": boundary_iou(truth, pred, ratio=IOU_RATIO),
+        "boundary_iou": boundary_iou(*first, *second, ratio=BOUNDARY_RATIO),
+        "iou": box_iou(*first, *second),
     }
 
 

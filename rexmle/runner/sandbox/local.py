@@ -9,6 +9,7 @@ This sandbox does not isolate the filesystem or the network.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -76,15 +77,11 @@ def process_tree(leader: int) -> set[int]:
 
 
 def _signal_all(pids: set[int], leader: int, sig: signal.Signals) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(leader, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
     for pid in pids:
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
 
 
 def kill_tree(process: subprocess.Popen[bytes], *, grace_s: float) -> int:

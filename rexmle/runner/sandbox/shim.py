@@ -15,6 +15,7 @@ standard library, so it starts fast.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import resource
 import signal
@@ -35,10 +36,8 @@ def _pipe(source: socket.socket, target: socket.socket) -> None:
         pass
     finally:
         for sock in (source, target):
-            try:
+            with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
 
 
 def _forward(client: socket.socket, socket_path: Path) -> None:
