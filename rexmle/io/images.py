@@ -201,9 +201,10 @@ def _read_itk(path: Path) -> Image:
     itk = sitk.ReadImage(str(path))
     array = sitk.GetArrayFromImage(itk)
     spatial = itk.GetDimension()
-    # (z, y, x[, c]) -> (x, y, z[, c])
+    # (z, y, x[, c]) -> (x, y, z[, c]): a transposed view (Fortran order, like nibabel's arrays),
+    # no copy of the voxels
     axes = tuple(range(spatial - 1, -1, -1)) + tuple(range(spatial, array.ndim))
-    array = np.ascontiguousarray(array.transpose(axes))
+    array = array.transpose(axes)
     flat = itk.GetDirection()
     direction = tuple(
         tuple(float(flat[r * spatial + c]) for c in range(spatial)) for r in range(spatial)

@@ -1,0 +1,57 @@
+"""TopBrain submission rules (spec topbrain.md, "Validity rules"), checked with public data only."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from rexmle.challenges.topbrain.labels import Track
+from rexmle.challenges.topbrain.prepare import image_name
+from rexmle.grading.checks import (
+    SubmissionWarning,
+    check_allowed_values,
+    check_shape,
+    read_submitted_image,
+)
+from rexmle.io import read_geometry
+
+MASK_SUFFIXES = (".nii.gz", ".nii", ".mha")
+SPACING_WARNING_MM = 1e-3
+
+
+def check_label_file(case_id: str, path: Path, public_dir: Path, track: Track) -> list[str]:
+    """Reasons why ``path`` is not a valid label map for test case ``case_id`` (+ warnings).
+
+    Rules: readable ``.nii.gz``/``.nii``/``.mha``; 3-D with one component; size of the test
+    image; values exactly within 0..40 (CTA) or 0..42 (MRA). A spacing differing from the test
+    image's by more than 1e-3 mm is a warning only: the GT geometry is used, as officially.
+    """
+    image, problem = read_submitted_image(path, suffixes=MASK_SUFFIXES)
+    if image is None:
+        return [str(problem)]
+    array = np.asarray(image.array)
+    if array.ndim != 3 or image.geometry.channels != 1:
+        return [
+            f"{path.name}: the label map has array shape {array.shape} with "
+            f"{image.geometry.channels} component(s); write a 3-D single-component label map"
+        ]
+    test = read_geometry(public_dir / "test" / "images" / image_name(track.modality, case_id))
+    shape_problem = check_shape(array.shape, test.shape, what=path.name)
+    if shape_problem:
+        return [shape_problem]
+    reasons: list[str] = []
+    value_problem = check_allowed_values(array, track.labels)
+    if value_problem:
+        reasons.append(
+            f"{path.name}: {value_problem.replace(str(list(track.labels)), f'0..{track.n_labels}')}"
+        )
+    offset = np.abs(np.asarray(image.spacing_mm) - np.asarray(test.spacing_mm)).max()
+    if offset > SPACING_WARNING_MM:
+        reasons.append(
+            SubmissionWarning(
+                f"{path.name}: spacing {image.spacing_mm} differs from the test image's "
+                f"{test.spacing_mm} mm; the test image geometry is used"
+            )
+        )
+    return reasons
