@@ -7,12 +7,14 @@ then runs exactly as for the real data (only the real case counts are not expect
 
 from __future__ import annotations
 
+import hashlib
 import io
+import json
 import zipfile
 from pathlib import Path
 
 import pytest
-from source_server import serve_gdrive, serve_zenodo
+from source_server import Route, serve_gdrive, serve_zenodo
 
 from rexmle.challenges.registry import get_task, load_implementation
 from rexmle.grading import grade_submission
@@ -25,6 +27,14 @@ def _zip_folders(root: Path, folders: list[str]) -> bytes:
         for folder in folders:
             for path in sorted((root / folder).rglob("*")):
                 archive.write(path, path.relative_to(root).as_posix())
+    return buffer.getvalue()
+
+
+def _zip_contents(folder: Path) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for path in sorted(folder.rglob("*")):
+            archive.write(path, path.relative_to(folder).as_posix())
     return buffer.getvalue()
 
 
@@ -43,8 +53,29 @@ def _serve(server, task_id: str, archives: dict[str, bytes]) -> None:
         elif source.kind == "gdrive":
             for spec_file in source.files:
                 serve_gdrive(server, spec_file.url, files[spec_file.name])
+        elif source.kind == "figshare":
+            _serve_figshare(server, source, files)
         else:
             pytest.fail(f"no test route for {source.kind}")
+
+
+def _serve_figshare(server, source, files: dict[str, bytes]) -> None:
+    entries = []
+    for spec_file in source.files:
+        body = files[spec_file.name]
+        path = f"/ndownloader/files/{spec_file.url}"
+        server.add(path, Route(body=body))
+        entries.append(
+            {
+                "id": int(spec_file.url),
+                "name": spec_file.name,
+                "size": len(body),
+                "computed_md5": hashlib.md5(body).hexdigest(),
+                "download_url": f"{server.url}{path}",
+            }
+        )
+    article = {"id": int(source.record), "license": {"name": "CC BY 4.0"}, "files": entries}
+    server.add_json(f"/v2/articles/{source.record}/versions/{source.version}", json.dumps(article))
 
 
 def _prepare_and_grade_gold(task_id: str, data_dir: Path) -> None:
@@ -74,6 +105,23 @@ def test_zenodo_and_drive_confirm_flow_to_prepared_ldct_iqa(source_server, tmp_p
     _serve(source_server, "ldct-iqa", archives)
     _prepare_and_grade_gold("ldct-iqa", tmp_path / "data")
     assert source_server.hits_on("/uc"), "the Google Drive file was not fetched via /uc"
+
+
+def test_figshare_files_to_prepared_seg_a(source_server, tmp_path) -> None:
+    root = _fixture("seg_a", tmp_path)
+    archives = {f"{name}.zip": _zip_contents(root / name) for name in ("Dongyang", "KiTS", "Rider")}
+    _serve(source_server, "seg_a", archives)
+    _prepare_and_grade_gold("seg_a", tmp_path / "data")
+
+
+def test_multi_file_zenodo_record_shared_by_two_panther_tasks(source_server, tmp_path) -> None:
+    root = _fixture("panther-task1", tmp_path)
+    archives = {f"{n}.zip": _zip_contents(root / n) for n in ("PANTHER_Task1", "PANTHER_Task2")}
+    _serve(source_server, "panther-task1", archives)
+    _prepare_and_grade_gold("panther-task1", tmp_path / "data")
+    _prepare_and_grade_gold("panther-task2", tmp_path / "data")
+    downloads = [h for h in source_server.hits if h.path.endswith("/content")]
+    assert len(downloads) == 2, "the shared record must be downloaded once for both tasks"
 
 
 def test_drive_with_dropped_connection_to_prepared_usenhance(source_server, tmp_path) -> None:
