@@ -34,6 +34,9 @@ DEFAULT_MAX_UPLOAD_BYTES = 1 << 30
 DEFAULT_MAX_UNPACKED_BYTES = 4 << 30
 DEFAULT_MAX_REQUESTS_PER_MINUTE = 30
 SOCKET_NAME = "validation.sock"
+MAX_DISCARD_BYTES = 64 << 20
+"""A refused body is read and dropped up to this size before the connection closes."""
+DISCARD_TIMEOUT_S = 2.0
 
 
 class UploadError(ValueError):
@@ -170,6 +173,17 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
+    def _discard(self, length: int) -> None:
+        """Read and drop (part of) a refused body, so the client sees the answer, not a reset."""
+        self.wfile.flush()
+        self.connection.settimeout(DISCARD_TIMEOUT_S)
+        left = min(length, MAX_DISCARD_BYTES)
+        try:
+            while left > 0 and (chunk := self.rfile.read(min(left, 1 << 16))):
+                left -= len(chunk)
+        except OSError:
+            return
+
     def do_GET(self) -> None:
         if self.path.rstrip("/") in ("", "/health"):
             self._reply(200, {"ok": True, "task": self.owner.task_id})
@@ -204,6 +218,7 @@ class _Handler(BaseHTTPRequestHandler):
                     f"{self.owner.max_upload_bytes} bytes"
                 },
             )
+            self._discard(length)
             return
         payload = self.rfile.read(length)
         status, body = self.owner.check(payload)

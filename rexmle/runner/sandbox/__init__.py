@@ -9,6 +9,7 @@ works (probed once) and otherwise falls back to local with a loud warning that i
 from __future__ import annotations
 
 import threading
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -67,18 +68,22 @@ class SandboxInfo:
     warnings: list[str] = field(default_factory=list)
 
 
-class Sandbox:
+class Sandbox(ABC):
     """Base class: :meth:`run` one request; :meth:`info` says what isolation it gives."""
 
     kind: Literal["local", "bwrap"] = "local"
 
+    @abstractmethod
     def info(self, *, network: bool) -> SandboxInfo:
         """The isolation this sandbox gives to a run with or without network."""
-        raise NotImplementedError
 
+    @abstractmethod
     def run(self, request: SandboxRequest) -> SandboxResult:
-        """Run the request's command; never raises for the command's own failures."""
-        raise NotImplementedError
+        """Run the request's command under its limits.
+
+        Never raises for the command's own failures: a command that cannot start comes back
+        with ``exit_code`` None and ``error`` set; one past its limit with ``timed_out``.
+        """
 
 
 NOT_ISOLATED_WARNING = (

@@ -1,0 +1,1 @@
+"""Running agents: workspaces, sandboxes, the validation server, run records and the executor."""

@@ -1,0 +1,145 @@
+"""Plan a batch of runs: which tasks, which are prepared, which runs are done and which to (re)do.
+
+Used by ``rexmle run`` and ``rexmle demo``. Suites: ``mini`` (every task on its mini data) and
+``all`` (every task, on the data kind asked for). A task without an implementation, or without a
+baseline solver when the agent is ``baseline``, is reported as not implemented and not run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rexmle.agents.registry import AgentSpec
+from rexmle.challenges.base import TaskImplementation
+from rexmle.challenges.registry import all_tasks, get_task, load_implementation
+from rexmle.errors import DataError, NotPrepared, SpecError, TaskNotImplemented
+from rexmle.runner.executor import RunJob
+from rexmle.runner.records import RunConfig, needs_run, run_dir
+
+SUITES = ("mini", "all")
+
+
+@dataclass
+class Plan:
+    """The runs of a batch: to run, already done, and tasks left out with the reason."""
+
+    jobs: list[RunJob] = field(default_factory=list)
+    done: list[RunJob] = field(default_factory=list)
+    not_implemented: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def all_jobs(self) -> list[RunJob]:
+        """Every run of the batch, done or not, in plan order."""
+        return sorted([*self.jobs, *self.done], key=lambda j: (j.config.task, j.config.seed))
+
+
+def select_tasks(tasks: Sequence[str], suite: str | None) -> tuple[list[str], bool]:
+    """Task ids from ``--task`` or ``--suite``, and whether the suite forces mini data.
+
+    Raises:
+        SpecError: both or neither given, an unknown suite, or an unknown task id.
+    """
+    if bool(tasks) == (suite is not None):
+        msg = "give --task TASK (one or more) or --suite SUITE, not both"
+        raise SpecError(msg)
+    if suite is not None:
+        if suite not in SUITES:
+            msg = f"unknown suite {suite!r}; suites: {', '.join(SUITES)}"
+            raise SpecError(msg)
+        return list(all_tasks()), suite == "mini"
+    for task_id in tasks:
+        get_task(task_id)
+    return list(dict.fromkeys(tasks)), False
+
+
+def has_baseline(impl: TaskImplementation) -> bool:
+    """Whether the implementation overrides ``solve_baseline``."""
+    return type(impl).solve_baseline is not TaskImplementation.solve_baseline
+
+
+def implemented_tasks(
+    task_ids: Sequence[str], agent: AgentSpec
+) -> tuple[list[str], dict[str, str]]:
+    """Split ``task_ids`` into runnable ones and {task: why not} for the others."""
+    runnable: list[str] = []
+    left_out: dict[str, str] = {}
+    for task_id in task_ids:
+        try:
+            impl = load_implementation(task_id)
+        except TaskNotImplemented:
+            left_out[task_id] = "not implemented: the task has no prepare/grade code yet"
+            continue
+        if agent.kind == "baseline" and not has_baseline(impl):
+            left_out[task_id] = "not implemented: the task has no baseline solver yet"
+            continue
+        runnable.append(task_id)
+    return runnable, left_out
+
+
+def ensure_prepared(task_ids: Sequence[str], data_dir: Path, *, mini: bool) -> dict[str, str]:
+    """Prepare mini tasks that are not prepared; check full ones are. Returns {task: problem}.
+
+    Full data is never downloaded here (``rexmle prepare`` does that); a task prepared with the
+    other data kind is a problem, not silently replaced.
+    """
+    from rexmle.grading.grader import task_dirs
+    from rexmle.preparation import prepare_task, read_prepared
+
+    problems: dict[str, str] = {}
+    for task_id in task_ids:
+        try:
+            if mini:
+                prepare_task(task_id, data_dir=data_dir, mini=True)
+                continue
+            prepared = read_prepared(task_dirs(task_id, data_dir))
+            if prepared is None:
+                msg = (
+                    f"{task_id} is not prepared in {data_dir}; run: rexmle prepare {task_id} "
+                    f"--data-dir {data_dir} (or run with --mini)"
+                )
+                raise NotPrepared(msg)
+            if prepared.get("mini"):
+                msg = f"{task_id} is prepared from mini data in {data_dir}; run with --mini"
+                raise DataError(msg)
+        except (DataError, NotPrepared, TaskNotImplemented) as error:
+            problems[task_id] = str(error)
+    return problems
+
+
+def plan_runs(
+    agent: AgentSpec,
+    task_ids: Sequence[str],
+    *,
+    seeds: int,
+    time_limit_s: float,
+    mini: bool,
+    runs_dir: Path,
+    group: str,
+    retry_failed: bool,
+) -> Plan:
+    """One job per (task, seed), split into runs to do and runs already done.
+
+    Raises:
+        RunConflict: a run folder holds a run with another config.
+    """
+    plan = Plan()
+    for task_id in task_ids:
+        spec = get_task(task_id)
+        for seed in range(seeds):
+            config = RunConfig(
+                task=task_id,
+                task_spec_version=spec.spec_version,
+                agent=agent,
+                seed=seed,
+                time_limit_s=time_limit_s,
+                mini=mini,
+            )
+            folder = run_dir(runs_dir, group, task_id, agent.id, seed)
+            job = RunJob(config=config, group=group, folder=folder)
+            if needs_run(folder, config, retry_failed=retry_failed):
+                plan.jobs.append(job)
+            else:
+                plan.done.append(job)
+    return plan

@@ -1,0 +1,398 @@
+"""Execute runs: one run end to end (:func:`execute_run`) and a local pool (:func:`run_jobs`).
+
+One run: record ``running`` -> fresh workspace -> validation server -> agent in the sandbox
+under its time limit -> copy of ``submission/`` -> grading in a separate process
+(``python -m rexmle.cli grade ... --json grade.json``) -> final record. Statuses:
+
+- ``infra_error``: the harness failed (workspace, sandbox start, grader exit 2 or a grader crash);
+  never the agent's fault, always retried with ``--retry-failed``.
+- ``timeout``: the agent hit its limit; what ``submission/`` held then is still graded.
+- ``agent_error``: the agent exited non-zero (its submission, if any, is still graded).
+- ``invalid_submission``: the agent finished, the grader found the submission invalid
+  (reasons in grade.json).
+- ``completed``: the agent finished and its submission was graded.
+
+The pool runs up to ``concurrency`` runs at once in threads (each run's work happens in child
+processes); with GPUs, each run holds one GPU slot and sees only it (CUDA_VISIBLE_DEVICES).
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
+
+from rexmle.errors import RexmleError
+from rexmle.grading.report import GradeReport
+from rexmle.runner.records import (
+    GradeSummary,
+    RunConfig,
+    RunRecord,
+    RunStatus,
+    SandboxRecord,
+    hardware,
+    package_versions,
+    write_record,
+)
+from rexmle.runner.sandbox import Sandbox, SandboxRequest, SandboxResult
+from rexmle.runner.validation_server import (
+    DEFAULT_MAX_REQUESTS_PER_MINUTE,
+    DEFAULT_MAX_UPLOAD_BYTES,
+    ValidationServer,
+)
+from rexmle.runner.workspace import agent_env, build_workspace, collect_submission, remove_tree
+
+EXIT_NOT_IMPLEMENTED = 3
+"""Exit code of ``python -m rexmle.agents.baseline`` for a task without a baseline solver."""
+GRADE_INVALID = 1
+GRADE_HARNESS_ERROR = 2
+
+
+@dataclass(frozen=True)
+class RunJob:
+    """One run to execute: its config, group and folder."""
+
+    config: RunConfig
+    group: str
+    folder: Path
+
+    @property
+    def label(self) -> str:
+        """``task / agent / seed-k`` for progress lines."""
+        return f"{self.config.task} / {self.config.agent.id} / seed-{self.config.seed}"
+
+
+@dataclass
+class RunOptions:
+    """Settings shared by the runs of one ``rexmle run``."""
+
+    runs_dir: Path
+    data_dir: Path
+    sandbox: Sandbox
+    kill_grace_s: float = 5.0
+    grade_workers: int | None = None
+    grade_timeout_s: float = 6 * 3600.0
+    keep_data: bool = False
+    """Keep the workspace's data/ after the run (removed by default; the rest is kept)."""
+    max_upload_bytes: int = DEFAULT_MAX_UPLOAD_BYTES
+    max_requests_per_minute: int = DEFAULT_MAX_REQUESTS_PER_MINUTE
+    cancel: threading.Event = field(default_factory=threading.Event)
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def _grade(job: RunJob, options: RunOptions, submission: Path) -> tuple[GradeSummary, str | None]:
+    """Grade in a separate process; returns the summary and a harness problem (or None)."""
+    grade_json = job.folder / "grade.json"
+    grade_json.unlink(missing_ok=True)
+    argv = [
+        sys.executable,
+        "-m",
+        "rexmle.cli",
+        "grade",
+        job.config.task,
+        str(submission),
+        "--data-dir",
+        str(options.data_dir),
+        "--json",
+        str(grade_json),
+    ]
+    if options.grade_workers is not None:
+        argv += ["--workers", str(options.grade_workers)]
+    with open(job.folder / "grade.log", "wb") as log:
+        try:
+            done = subprocess.run(
+                argv,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                timeout=options.grade_timeout_s,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            problem = f"grading took longer than {options.grade_timeout_s:g} s"
+            return GradeSummary(valid=False, grader_exit_code=None), problem
+    code = done.returncode
+    report: GradeReport | None = None
+    if grade_json.is_file():
+        try:
+            report = GradeReport.model_validate_json(grade_json.read_text(encoding="utf-8"))
+        except ValueError:
+            report = None
+    summary = GradeSummary(valid=False, grader_exit_code=code)
+    expected_valid = {0: True, GRADE_INVALID: False}
+    if code not in expected_valid or report is None or report.valid != expected_valid[code]:
+        tail = (job.folder / "grade.log").read_text(encoding="utf-8", errors="replace")[-2000:]
+        problem = f"the grader failed (exit {code}); grade.log ends with:\n{tail}"
+        return summary, problem
+    if not report.valid:
+        return summary, None
+    from rexmle.challenges.registry import get_task
+
+    headline = get_task(job.config.task).headline.key
+    return (
+        GradeSummary(
+            valid=True,
+            grader_exit_code=code,
+            headline_key=headline,
+            headline_value=report.metrics.get(headline),
+            percentile=report.ranking.percentile,
+            medal=report.ranking.medal,
+        ),
+        None,
+    )
+
+
+def _clean(folder: Path) -> None:
+    for name in ("agent.stdout.log", "agent.stderr.log", "grade.json", "grade.log"):
+        (folder / name).unlink(missing_ok=True)
+    for name in ("submission", "workspace"):
+        remove_tree(folder / name)
+
+
+def _agent_status(result: SandboxResult, kind: str) -> tuple[RunStatus | None, str | None]:
+    """Status and note from how the agent ended (None: it finished normally)."""
+    if result.error is not None:
+        return "infra_error", result.error
+    if result.timed_out:
+        return "timeout", f"time limit reached after {result.seconds:.1f} s"
+    if result.exit_code != 0:
+        if kind == "baseline" and result.exit_code == EXIT_NOT_IMPLEMENTED:
+            return "agent_error", "not implemented: the task has no baseline solver yet"
+        return "agent_error", f"the agent exited with code {result.exit_code}"
+    return None, None
+
+
+def execute_run(job: RunJob, options: RunOptions, *, gpu: str | None = None) -> RunRecord:
+    """Run one agent on one task and seed, grade it, and write its record (see module doc)."""
+    config = job.config
+    started = time.perf_counter()
+    sandbox_info = options.sandbox.info(network=config.agent.network)
+    record = RunRecord(
+        run_id=config.run_id(),
+        group=job.group,
+        task=config.task,
+        agent=config.agent.id,
+        seed=config.seed,
+        status="running",
+        config=config,
+        started_at=_now(),
+        sandbox=SandboxRecord(
+            kind=sandbox_info.kind,
+            isolated=sandbox_info.isolated,
+            network_isolated=sandbox_info.network_isolated,
+            warnings=sandbox_info.warnings,
+        ),
+        hardware=hardware(),
+        versions=package_versions(),
+    )
+    job.folder.mkdir(parents=True, exist_ok=True)
+    _clean(job.folder)
+    write_record(job.folder, record)
+    timings: dict[str, float] = {}
+    socket_dir = Path(tempfile.mkdtemp(prefix="rexmle-v-"))
+    try:
+        from rexmle.grading.grader import require_prepared, task_dirs
+
+        dirs = task_dirs(config.task, options.data_dir)
+        require_prepared(config.task, dirs)
+        server = ValidationServer(
+            config.task,
+            data_dir=options.data_dir,
+            socket_dir=socket_dir,
+            max_upload_bytes=options.max_upload_bytes,
+            max_requests_per_minute=options.max_requests_per_minute,
+        )
+        with server:
+            workspace = build_workspace(
+                job.folder / "workspace",
+                task_id=config.task,
+                public_dir=dirs.public,
+                time_limit_s=config.time_limit_s,
+                validation={
+                    "url": server.url,
+                    "max_upload_bytes": options.max_upload_bytes,
+                    "max_requests_per_minute": options.max_requests_per_minute,
+                },
+                data_mode="link" if options.sandbox.kind == "bwrap" else "copy",
+            )
+            record.data_mode = "copy" if (workspace.root / ".data-mode-copy").exists() else "link"
+            timings["workspace"] = time.perf_counter() - started
+            env = agent_env(
+                workspace,
+                task_id=config.task,
+                seed=config.seed,
+                time_limit_s=config.time_limit_s,
+                validation_url=server.url,
+                pass_env=config.agent.env,
+                cuda_visible_devices=gpu,
+            )
+            socket_path = server.socket_path
+            request = SandboxRequest(
+                argv=config.agent.argv(),
+                env=env,
+                workspace=workspace.root,
+                stdout_path=job.folder / "agent.stdout.log",
+                stderr_path=job.folder / "agent.stderr.log",
+                time_limit_s=config.time_limit_s,
+                memory_limit_mb=config.agent.memory_limit_mb,
+                network=config.agent.network,
+                hidden=(options.data_dir, options.runs_dir),
+                shared_writable=(socket_dir,),
+                relay=None if socket_path is None else (server.port, socket_path),
+                kill_grace_s=options.kill_grace_s,
+                cancel=options.cancel,
+            )
+            result = options.sandbox.run(request)
+            record.validation_requests = server.n_requests
+        timings["agent"] = result.seconds
+        record.exit_code = result.exit_code
+        record.killed_processes = result.killed_processes
+        if result.cancelled:
+            record.error = "cancelled: the harness was stopped; this run will run again"
+            record.timings_s = {k: round(v, 3) for k, v in timings.items()}
+            write_record(job.folder, record)
+            return record
+        record.submission_notes = collect_submission(
+            workspace.submission, job.folder / "submission"
+        )
+        remove_tree(workspace.submission)
+        if not options.keep_data:
+            remove_tree(workspace.data)
+        status, note = _agent_status(result, config.agent.kind)
+        has_csv = (job.folder / "submission" / "submission.csv").exists()
+        if status != "infra_error" and (status is None or has_csv):
+            grade_started = time.perf_counter()
+            record.grade, problem = _grade(job, options, job.folder / "submission")
+            timings["grade"] = time.perf_counter() - grade_started
+            if problem is not None:
+                status, note = "infra_error", problem
+            elif status is None:
+                status = "completed" if record.grade.valid else "invalid_submission"
+        record.status = status or "completed"
+        record.error = note
+    except (OSError, RexmleError, subprocess.SubprocessError) as error:
+        record.status = "infra_error"
+        record.error = f"{type(error).__name__}: {error}"
+    finally:
+        shutil.rmtree(socket_dir, ignore_errors=True)
+    timings["total"] = time.perf_counter() - started
+    record.timings_s = {k: round(v, 3) for k, v in timings.items()}
+    record.finished_at = _now()
+    write_record(job.folder, record)
+    return record
+
+
+def _describe(record: RunRecord) -> str:
+    colour = {"completed": "green", "invalid_submission": "yellow", "timeout": "yellow"}.get(
+        record.status, "red"
+    )
+    text = f"[{colour}]{record.status}[/]"
+    grade = record.grade
+    if grade is not None and grade.valid and grade.headline_key is not None:
+        text += f"  {grade.headline_key}={grade.headline_value:.4g}  pct={grade.percentile:.3f}"
+    if record.error and record.status != "completed":
+        text += f"  ({record.error.splitlines()[0]})"
+    return text
+
+
+def run_jobs(
+    jobs: Sequence[RunJob],
+    options: RunOptions,
+    *,
+    concurrency: int = 1,
+    gpus: Sequence[str] = (),
+    console: Console | None = None,
+    on_done: Callable[[RunRecord], None] | None = None,
+) -> list[RunRecord]:
+    """Execute ``jobs`` in a local pool; returns their records in the order given.
+
+    With ``gpus``, at most one run per GPU at a time. Ctrl-C (KeyboardInterrupt) stops every
+    running agent, leaves their records ``running`` (they run again next time) and re-raises.
+    """
+    console = console or Console(stderr=True)
+    slots: queue.Queue[str | None] = queue.Queue()
+    if gpus:
+        concurrency = min(concurrency, len(gpus))
+        for gpu in gpus:
+            slots.put(gpu)
+    else:
+        for _ in range(concurrency):
+            slots.put(None)
+    records: dict[int, RunRecord] = {}
+    progress = Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    )
+
+    def work(index: int, job: RunJob, overall: TaskID) -> RunRecord:
+        slot = slots.get()
+        row = progress.add_task(
+            f"  running {job.label}" + (f" [gpu {slot}]" if slot else ""), total=None
+        )
+        try:
+            record = execute_run(job, options, gpu=slot)
+        finally:
+            slots.put(slot)
+            progress.remove_task(row)
+        records[index] = record
+        progress.advance(overall)
+        progress.console.print(f"{job.label}: {_describe(record)}", highlight=False)
+        if on_done is not None:
+            on_done(record)
+        return record
+
+    with progress, ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
+        overall = progress.add_task("runs", total=len(jobs))
+        futures: list[Future[RunRecord]] = [
+            pool.submit(work, i, job, overall) for i, job in enumerate(jobs)
+        ]
+        pending = set(futures)
+        try:
+            while pending:
+                _, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+        except KeyboardInterrupt:
+            options.cancel.set()
+            for future in futures:
+                future.cancel()
+            wait(futures)
+            raise
+        for future in futures:
+            future.result()
+    return [records[i] for i in range(len(jobs))]
+
+
+def load_grade(folder: Path) -> dict[str, object] | None:
+    """The run's grade.json as a dict, or None."""
+    path = folder / "grade.json"
+    if not path.is_file():
+        return None
+    return json.loads(path.read_text(encoding="utf-8"))

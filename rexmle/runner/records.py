@@ -1,0 +1,206 @@
+"""Run records: where a run lives, its id, its ``run.json``, and whether it must run again.
+
+A run's folder is ``<runs>/<group>/<task>/<agent>/seed-<k>/`` and holds ``run.json``,
+``agent.stdout.log``, ``agent.stderr.log``, ``submission/`` (a copy taken when the agent ended),
+``grade.json`` and ``grade.log``. The run id is a hash of the run's config (task, its spec
+version, the agent declaration, seed, time limit, mini or full data): the same config always
+has the same id, and a different config never silently reuses a folder.
+
+``run.json`` is written when the run starts (status ``running``) and again when it ends. A run
+whose record has a final status is skipped by ``rexmle run``; one left ``running`` (the harness
+was killed) runs again; ``--retry-failed`` also reruns ``agent_error`` and ``infra_error`` runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ValidationError
+
+from rexmle import __version__
+from rexmle.agents.registry import AgentSpec
+from rexmle.errors import RexmleError
+
+RunStatus = Literal[
+    "running", "completed", "timeout", "agent_error", "infra_error", "invalid_submission"
+]
+FINAL_STATUSES: frozenset[str] = frozenset(
+    {"completed", "timeout", "agent_error", "infra_error", "invalid_submission"}
+)
+FAILED_STATUSES: frozenset[str] = frozenset({"agent_error", "infra_error"})
+RUN_JSON = "run.json"
+VERSIONED_PACKAGES = (
+    "numpy",
+    "scipy",
+    "pandas",
+    "pydantic",
+    "nibabel",
+    "SimpleITK",
+    "scikit-image",
+    "tifffile",
+    "pillow",
+)
+
+
+class RunConflict(RexmleError):
+    """A run folder holds a run of another config (another time limit, command, ...)."""
+
+
+class RunConfig(BaseModel):
+    """Everything that decides what a run computes; its hash is the run id."""
+
+    task: str
+    task_spec_version: int
+    agent: AgentSpec
+    seed: int
+    time_limit_s: float
+    mini: bool
+
+    def run_id(self) -> str:
+        """16 hex digits of the SHA-256 of the config as canonical JSON."""
+        text = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+class SandboxRecord(BaseModel):
+    """The sandbox a run used and the isolation it gave."""
+
+    kind: str
+    isolated: bool
+    network_isolated: bool
+    warnings: list[str] = []
+
+
+class GradeSummary(BaseModel):
+    """The grade in short (the full report is grade.json)."""
+
+    valid: bool
+    grader_exit_code: int | None
+    headline_key: str | None = None
+    headline_value: float | None = None
+    percentile: float | None = None
+    medal: str | None = None
+
+
+class RunRecord(BaseModel):
+    """The content of ``run.json``."""
+
+    run_id: str
+    group: str
+    task: str
+    agent: str
+    seed: int
+    status: RunStatus
+    config: RunConfig
+    started_at: str
+    finished_at: str | None = None
+    timings_s: dict[str, float] = {}
+    exit_code: int | None = None
+    killed_processes: int = 0
+    sandbox: SandboxRecord | None = None
+    data_mode: str | None = None
+    validation_requests: int = 0
+    submission_notes: list[str] = []
+    """Entries of the agent's submission/ left out of the graded copy (links, special files)."""
+    grade: GradeSummary | None = None
+    error: str | None = None
+    """Why a run is ``agent_error`` or ``infra_error`` (when the harness knows)."""
+    hardware: dict[str, object] = {}
+    versions: dict[str, str] = {}
+    rexmle_version: str = __version__
+
+
+def run_dir(runs_dir: Path, group: str, task: str, agent: str, seed: int) -> Path:
+    """``<runs>/<group>/<task>/<agent>/seed-<seed>``."""
+    return runs_dir / group / task / agent / f"seed-{seed}"
+
+
+def read_record(folder: Path) -> RunRecord | None:
+    """The run's record, or None when there is none or it cannot be read (a torn write)."""
+    path = folder / RUN_JSON
+    if not path.is_file():
+        return None
+    try:
+        return RunRecord.model_validate_json(path.read_text(encoding="utf-8"))
+    except (ValidationError, ValueError, OSError):
+        return None
+
+
+def write_record(folder: Path, record: RunRecord) -> None:
+    """Write ``run.json`` atomically (temporary file, then rename)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = folder / f".{RUN_JSON}.{os.getpid()}.tmp"
+    tmp.write_text(record.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    os.replace(tmp, folder / RUN_JSON)
+
+
+def needs_run(folder: Path, config: RunConfig, *, retry_failed: bool) -> bool:
+    """Whether the run in ``folder`` must (re)run: no final record, or failed with retry asked.
+
+    Raises:
+        RunConflict: the folder holds a run with another config (another run id).
+    """
+    record = read_record(folder)
+    if record is None:
+        return True
+    if record.run_id != config.run_id():
+        msg = (
+            f"{folder} holds run {record.run_id} with another config than this one "
+            f"({config.run_id()}): use another --group or --runs-dir, or delete that folder"
+        )
+        raise RunConflict(msg)
+    if record.status not in FINAL_STATUSES:
+        return True
+    return retry_failed and record.status in FAILED_STATUSES
+
+
+@functools.cache
+def hardware() -> dict[str, object]:
+    """CPU, memory and GPU of this machine (GPU names from nvidia-smi when present)."""
+    info: dict[str, object] = {
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "cpus": os.cpu_count() or 0,
+    }
+    with contextlib.suppress(ValueError, OSError):
+        info["memory_gb"] = round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1e9, 1)
+    smi = shutil.which("nvidia-smi")
+    gpus: list[str] = []
+    if smi is not None:
+        try:
+            done = subprocess.run(
+                [smi, "--query-gpu=name,memory.total", "--format=csv,noheader"],
+                capture_output=True,
+                text=True,
+                timeout=20,
+                check=False,
+            )
+            if done.returncode == 0:
+                gpus = [line.strip() for line in done.stdout.splitlines() if line.strip()]
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+    info["gpus"] = gpus
+    return info
+
+
+@functools.cache
+def package_versions() -> dict[str, str]:
+    """Python and the versions of rexmle and the libraries that decide scores."""
+    versions = {"python": sys.version.split()[0], "rexmle": __version__}
+    for name in VERSIONED_PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = "not installed"
+    return versions

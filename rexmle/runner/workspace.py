@@ -1,0 +1,325 @@
+"""The workspace of one run: what an agent sees and the only place it may write.
+
+Layout::
+
+    workspace/
+      data/             the task's public/ only (hard links under bwrap, where it is bound
+                        read-only; a read-only copy otherwise)
+      submission/       the agent writes submission.csv (+ files) here
+      instructions.md   benchmark rules + the task's description.md
+      validate.py       POSTs submission/ to the validation server, prints valid or reasons
+      validation.json   {"url": ..., "max_upload_bytes": ..., "max_requests_per_minute": ...}
+      .home/            $HOME of the agent
+
+Nothing in the workspace, in the agent's environment (:func:`agent_env`) or on its command line
+names the data root or ``private/``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+DataMode = Literal["link", "copy"]
+
+BASE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+PASSED_THROUGH = ("LANG", "LC_ALL", "TZ", "TERM")
+"""Harmless host variables every agent gets when they are set."""
+
+RULES = """\
+# ReX-MLE task `{task_id}`
+
+You are an autonomous machine-learning engineer. Train a model on the data in `data/` and write
+predictions for every test case into `submission/`. Your submission is graded after your run ends
+with the challenge's official metrics and ranked against the human leaderboard.
+
+## Rules
+
+- Read the task's public data from `data/` (`$DATA_DIR`, read-only): training cases with labels,
+  test inputs, `description.md` and `sample_submission.csv` (with any files it names).
+- Write `submission.csv` and any files it names into `submission/` (`$SUBMISSION_DIR`). Paths in the
+  CSV are relative to `submission/` and must stay inside it. Follow the format of
+  `data/sample_submission.csv` and the description below exactly: one row per test case.
+- Time limit: {time_limit_s:g} seconds of wall-clock time (`$TIME_LIMIT_SECS`). At the limit every
+  process of yours is stopped and whatever `submission/` holds then is graded. Write a valid
+  submission early, then improve it.
+- Check the format at any time with `python validate.py` (or POST a tar or zip archive of
+  `submission/` to `$VALIDATION_URL`). It says "valid" or lists what is wrong; it never gives a score.
+  At most {max_requests_per_minute} checks per minute; uploads over {max_upload_mb:g} MB are refused.
+- The test labels are not available to you; do not look for them. Work inside this workspace
+  (`/tmp` is scratch space).
+
+---
+
+"""
+
+VALIDATE_SCRIPT = '''\
+#!/usr/bin/env python3
+"""Check the submission's format with the validation server: python validate.py [FOLDER].
+
+Prints "valid" or the reasons it is not; never a score. Exit 0 valid, 1 invalid, 2 error.
+"""
+import io
+import json
+import os
+import sys
+import tarfile
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+here = Path(__file__).resolve().parent
+config = json.loads((here / "validation.json").read_text())
+url = os.environ.get("VALIDATION_URL") or config["url"]
+folder = Path(sys.argv[1] if len(sys.argv) > 1 else os.environ.get("SUBMISSION_DIR", here / "submission"))
+if not (folder / "submission.csv").is_file():
+    print(f"invalid: {folder}/submission.csv does not exist")
+    sys.exit(1)
+buffer = io.BytesIO()
+with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+    archive.add(folder, arcname=".")
+payload = buffer.getvalue()
+if len(payload) > config["max_upload_bytes"]:
+    print(f"error: the archive has {len(payload)} bytes, over the limit of {config['max_upload_bytes']}")
+    sys.exit(2)
+request = urllib.request.Request(url, data=payload, method="POST",
+                                 headers={"Content-Type": "application/x-tar"})
+try:
+    with urllib.request.urlopen(request, timeout=600) as response:
+        answer = json.loads(response.read())
+except urllib.error.HTTPError as error:
+    answer = json.loads(error.read() or b"{}")
+    print(f"error {error.code}: {answer.get('error') or answer.get('reasons')}")
+    sys.exit(2 if error.code != 400 else 1)
+except OSError as error:
+    print(f"error: cannot reach the validation server at {url}: {error}")
+    sys.exit(2)
+for warning in answer.get("warnings", []):
+    print(f"warning: {warning}")
+if answer["valid"]:
+    print(f"valid ({answer['n_cases']} cases)")
+    sys.exit(0)
+print(f"invalid ({len(answer['reasons'])} problems):")
+for reason in answer["reasons"]:
+    print(f"  - {reason}")
+sys.exit(1)
+'''
+
+
+@dataclass(frozen=True)
+class Workspace:
+    """Folders and files of one run's workspace under ``root``."""
+
+    root: Path
+
+    @property
+    def data(self) -> Path:
+        """The task's public data."""
+        return self.root / "data"
+
+    @property
+    def submission(self) -> Path:
+        """Where the agent writes its submission."""
+        return self.root / "submission"
+
+    @property
+    def instructions(self) -> Path:
+        """Rules and task description."""
+        return self.root / "instructions.md"
+
+    @property
+    def validate_script(self) -> Path:
+        """The validation helper."""
+        return self.root / "validate.py"
+
+    @property
+    def home(self) -> Path:
+        """The agent's $HOME."""
+        return self.root / ".home"
+
+
+def _make_writable(path: Path) -> None:
+    for folder, _, files in os.walk(path):
+        os.chmod(folder, 0o755)
+        for name in files:
+            target = Path(folder) / name
+            if not target.is_symlink():
+                os.chmod(target, stat.S_IMODE(target.stat().st_mode) | stat.S_IWUSR)
+
+
+def remove_tree(path: Path) -> None:
+    """Remove a workspace folder, read-only copies included (hard links are only unlinked).
+
+    A link in place of the folder is removed itself, never followed.
+    """
+    if path.is_symlink():
+        path.unlink()
+        return
+    if not path.exists():
+        return
+    if (path / ".data-mode-copy").exists():
+        _make_writable(path)
+    shutil.rmtree(path)
+
+
+def collect_submission(source: Path, target: Path) -> list[str]:
+    """Copy the agent's submission folder to ``target`` with no link left in it.
+
+    Grading runs outside the sandbox, where a link could reach the answers. So regular files
+    and folders are copied; a symbolic link is replaced by a copy of its target when that target
+    resolves to a regular file inside ``source``, and dropped otherwise; anything else (fifos,
+    sockets, devices) is dropped. A ``source`` that is itself a link counts as empty.
+
+    Returns:
+        One note per dropped entry (recorded in run.json).
+    """
+    notes: list[str] = []
+    target.mkdir(parents=True, exist_ok=True)
+    if source.is_symlink() or not source.is_dir():
+        if source.is_symlink():
+            notes.append(f"submission/ is a link to {os.readlink(source)}: ignored")
+        return notes
+    root = source.resolve()
+    for folder, dirs, files in os.walk(source):
+        here = Path(folder)
+        relative = here.relative_to(source)
+        (target / relative).mkdir(parents=True, exist_ok=True)
+        for name in sorted([*dirs, *files]):
+            entry = here / name
+            destination = target / relative / name
+            if entry.is_symlink():
+                if name in dirs:
+                    dirs.remove(name)
+                resolved = entry.resolve()
+                if root in resolved.parents and resolved.is_file() and not resolved.is_symlink():
+                    shutil.copyfile(resolved, destination)
+                    continue
+                link = os.readlink(entry)
+                notes.append(
+                    f"{(relative / name).as_posix()}: link to {link} points outside the "
+                    f"submission folder or not to a file; dropped"
+                )
+            elif entry.is_dir():
+                continue
+            elif entry.is_file():
+                shutil.copyfile(entry, destination)
+            else:
+                notes.append(f"{(relative / name).as_posix()}: not a regular file; dropped")
+    return notes
+
+
+def place_public_data(public_dir: Path, target: Path, *, mode: DataMode) -> DataMode:
+    """Put every file of ``public_dir`` under ``target``: hard links, or read-only copies.
+
+    ``link`` falls back to ``copy`` when the two folders are on different filesystems.
+
+    Returns:
+        The mode actually used.
+    """
+    used: DataMode = mode
+    for folder, _, files in os.walk(public_dir):
+        relative = Path(folder).relative_to(public_dir)
+        (target / relative).mkdir(parents=True, exist_ok=True)
+        for name in sorted(files):
+            source = Path(folder) / name
+            destination = target / relative / name
+            if used == "link":
+                try:
+                    os.link(source, destination)
+                    continue
+                except OSError:
+                    used = "copy"
+            shutil.copyfile(source, destination)
+            os.chmod(destination, 0o444)
+    return used
+
+
+def build_workspace(
+    root: Path,
+    *,
+    task_id: str,
+    public_dir: Path,
+    time_limit_s: float,
+    validation: dict[str, object],
+    data_mode: DataMode,
+) -> Workspace:
+    """Create a fresh workspace at ``root`` (an old one there is removed first).
+
+    Args:
+        root: the workspace folder (created).
+        task_id: the task, named in the instructions.
+        public_dir: the prepared task's ``public/`` folder.
+        time_limit_s: the agent's wall-clock limit, stated in the instructions.
+        validation: ``url``, ``max_upload_bytes`` and ``max_requests_per_minute`` of the server.
+        data_mode: ``link`` (bwrap binds data/ read-only) or ``copy`` (read-only copies).
+    """
+    remove_tree(root)
+    workspace = Workspace(root)
+    root.mkdir(parents=True)
+    workspace.submission.mkdir()
+    workspace.home.mkdir()
+    used = place_public_data(public_dir, workspace.data, mode=data_mode)
+    if used == "copy":
+        (root / ".data-mode-copy").touch()
+    description_file = public_dir / "description.md"
+    description = description_file.read_text(encoding="utf-8") if description_file.is_file() else ""
+    max_upload_bytes = int(str(validation["max_upload_bytes"]))
+    rules = RULES.format(
+        task_id=task_id,
+        time_limit_s=time_limit_s,
+        max_requests_per_minute=validation["max_requests_per_minute"],
+        max_upload_mb=max_upload_bytes / 1e6,
+    )
+    workspace.instructions.write_text(rules + description, encoding="utf-8")
+    workspace.validate_script.write_text(VALIDATE_SCRIPT, encoding="utf-8")
+    workspace.validate_script.chmod(0o755)
+    (root / "validation.json").write_text(json.dumps(validation, indent=2) + "\n", encoding="utf-8")
+    return workspace
+
+
+def agent_env(
+    workspace: Workspace,
+    *,
+    task_id: str,
+    seed: int,
+    time_limit_s: float,
+    validation_url: str,
+    pass_env: list[str],
+    cuda_visible_devices: str | None,
+) -> dict[str, str]:
+    """The complete environment of an agent: built from scratch, never the harness's own.
+
+    The host's ``PATH`` is kept after the interpreter's folder; variables named in ``pass_env``
+    (API keys) are copied when set; nothing points to the data root (no ``REXMLE_*``).
+    """
+    import sys
+
+    python_bin = str(Path(sys.executable).parent)
+    env = {
+        "PATH": os.pathsep.join([python_bin, os.environ.get("PATH", BASE_PATH)]),
+        "HOME": str(workspace.home),
+        "TMPDIR": "/tmp",
+        "PYTHONUNBUFFERED": "1",
+        "WORKSPACE": str(workspace.root),
+        "DATA_DIR": str(workspace.data),
+        "SUBMISSION_DIR": str(workspace.submission),
+        "INSTRUCTIONS": str(workspace.instructions),
+        "TIME_LIMIT_SECS": f"{time_limit_s:g}",
+        "VALIDATION_URL": validation_url,
+        "TASK_ID": task_id,
+        "SEED": str(seed),
+    }
+    for name in (*PASSED_THROUGH, *pass_env):
+        value = os.environ.get(name)
+        if value is not None and not name.startswith("REXMLE_"):
+            env[name] = value
+    if cuda_visible_devices is not None:
+        env["CUDA_VISIBLE_DEVICES"] = cuda_visible_devices
+    elif "CUDA_VISIBLE_DEVICES" in os.environ:
+        env["CUDA_VISIBLE_DEVICES"] = os.environ["CUDA_VISIBLE_DEVICES"]
+    return env

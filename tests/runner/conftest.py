@@ -1,0 +1,104 @@
+"""Fixtures for rexmle.runner tests: isles22 mini data and a helper that runs a command agent."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from rexmle.agents.registry import load_agent
+from rexmle.challenges.base import TaskDirs
+from rexmle.preparation import prepare_task
+from rexmle.runner.executor import RunJob, RunOptions, execute_run
+from rexmle.runner.records import RunConfig, RunRecord, run_dir
+from rexmle.runner.sandbox import Sandbox
+from rexmle.runner.sandbox.bwrap import bwrap_problem
+from rexmle.runner.sandbox.local import LocalSandbox
+
+RunAgent = Callable[..., tuple[RunRecord, Path]]
+
+
+def needs_bwrap() -> pytest.MarkDecorator:
+    """Skip (with the probe's reason) where bubblewrap cannot run."""
+    problem = bwrap_problem()
+    return pytest.mark.skipif(problem is not None, reason=f"bwrap cannot run here: {problem}")
+
+
+def marker_processes(marker: str) -> list[int]:
+    """Pids of live processes whose command line contains ``marker``."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                cmdline = handle.read().replace(b"\0", b" ").decode(errors="replace")
+            with open(f"/proc/{entry}/stat", encoding="utf-8") as handle:
+                state = handle.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if marker in cmdline and state not in ("Z", "X"):
+            found.append(int(entry))
+    return found
+
+
+@pytest.fixture
+def isles22_dirs(prepared_mini: Callable[[str], TaskDirs]) -> TaskDirs:
+    """isles22 mini data shared by the session's tests (never modified by them)."""
+    return prepared_mini("isles22")
+
+
+@pytest.fixture
+def own_isles22(tmp_path: Path) -> TaskDirs:
+    """isles22 mini data prepared for this test alone (it may break it)."""
+    dirs, _ = prepare_task("isles22", data_dir=tmp_path / "data", mini=True)
+    return dirs
+
+
+@pytest.fixture
+def run_agent(tmp_path: Path) -> RunAgent:
+    """Run one agent (a shell command by default) on isles22 and return (record, run folder)."""
+
+    def run(
+        command: str | None,
+        *,
+        dirs: TaskDirs,
+        sandbox: Sandbox | None = None,
+        agent: str = "command",
+        time_limit_s: float = 60.0,
+        network: bool = False,
+        seed: int = 0,
+    ) -> tuple[RunRecord, Path]:
+        spec = load_agent(agent).with_overrides(
+            command=command, time_limit_s=time_limit_s, network=network
+        )
+        config = RunConfig(
+            task="isles22",
+            task_spec_version=1,
+            agent=spec,
+            seed=seed,
+            time_limit_s=spec.time_limit_s,
+            mini=True,
+        )
+        runs_dir = tmp_path / "runs"
+        folder = run_dir(runs_dir, "test", "isles22", spec.id, seed)
+        options = RunOptions(
+            runs_dir=runs_dir,
+            data_dir=dirs.root.parent,
+            sandbox=sandbox or LocalSandbox(),
+            kill_grace_s=1.0,
+            grade_workers=1,
+        )
+        record = execute_run(RunJob(config=config, group="test", folder=folder), options)
+        return record, folder
+
+    return run
+
+
+COPY_SAMPLE = (
+    'cp -r "$DATA_DIR/predictions" "$SUBMISSION_DIR/" && '
+    'cp "$DATA_DIR/sample_submission.csv" "$SUBMISSION_DIR/submission.csv"'
+)
+"""Shell that writes the (valid) isles22 sample submission."""
