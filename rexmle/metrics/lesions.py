@@ -8,7 +8,12 @@ import numpy as np
 import numpy.typing as npt
 
 from rexmle.metrics.overlap import check_mask_pair, check_same_shape
-from rexmle.metrics.topology import connected_components
+from rexmle.metrics.topology import (
+    bounding_box,
+    check_connectivity,
+    component_count,
+    connected_components,
+)
 
 __all__ = [
     "DetectionOutcome",
@@ -50,6 +55,12 @@ def lesion_counts(
         ValueError: the shapes differ, or `connectivity` does not fit the dimensionality.
     """
     check_mask_pair(pred, truth)
+    check_connectivity(pred.ndim, connectivity)
+    box = bounding_box(pred | truth)
+    if box is None:
+        return 0, 0, 0
+    # every component lies inside the box of the union, so labelling the box is enough
+    pred, truth = pred[box], truth[box]
     overlap = pred & truth
     truth_labels, n_truth = connected_components(truth, connectivity=connectivity)
     tp = _components_hit(truth_labels, n_truth, overlap)
@@ -131,8 +142,8 @@ def lesion_count_difference(
         ValueError: the shapes differ, or `connectivity` does not fit the dimensionality.
     """
     check_mask_pair(pred, truth)
-    n_truth = connected_components(truth, connectivity=connectivity)[1]
-    n_pred = connected_components(pred, connectivity=connectivity)[1]
+    n_truth = component_count(truth, connectivity=connectivity)
+    n_pred = component_count(pred, connectivity=connectivity)
     return abs(n_truth - n_pred)
 
 

@@ -9,14 +9,16 @@ Two surface models are used, each by the challenges that define it:
   area in mm² (3-D) or a length in mm (2-D). PANTHER 2025.
 
 Distances are computed on the bounding box of both masks plus a one-voxel margin. Voxel
-surfaces: nearest surface points come from a k-d tree on the surface points and the distance is
-computed in float64 from the integer index offsets (the arithmetic of
-`scipy.ndimage.distance_transform_edt`); dense surfaces (more than 1/16 of the cropped voxels)
+surfaces: a point that is on both surfaces is at 0; a point whose nearest other-surface point is
+one of its 3×3×3 neighbours (provably so when that neighbour is within 2·min(spacing)) is
+resolved there; the rest go to a k-d tree on the other surface's points. Distances are then
+computed in float64 from the integer index offsets with the arithmetic of
+`scipy.ndimage.distance_transform_edt`. Dense surfaces (more than 1/16 of the cropped voxels)
 use the `edt` distance transform instead (float32, relative error below 1e-6). Surfels use
 scipy's float64 distance transform itself, as DeepMind's code does, so that distances equal to
-a tolerance compare identically; crops above 2**21 corners use the k-d tree (same float64
-arithmetic; only exact ties between two nearest surfels may differ in the last bit). All
-functions take `spacing_mm` per array axis, in the array's axis order.
+a tolerance compare identically; crops above 2**21 corners use the neighbour / k-d tree route
+(same float64 arithmetic; only exact ties between two nearest surfels may differ in the last
+bit). All functions take `spacing_mm` per array axis, in the array's axis order.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from scipy import ndimage
 from scipy.spatial import cKDTree
 
 from rexmle.metrics.overlap import check_mask_pair
-from rexmle.metrics.topology import VALID_CONNECTIVITIES, label_boxes
+from rexmle.metrics.topology import VALID_CONNECTIVITIES, bounding_box, label_boxes
 
 __all__ = [
     "SurfaceDistances",
@@ -87,20 +89,6 @@ def volume_diagonal_mm(shape: Sequence[int], spacing_mm: Sequence[float]) -> flo
     """
     spacing = _check_spacing(spacing_mm, len(shape))
     return float(np.linalg.norm(np.asarray(shape, dtype=np.float64) * spacing))
-
-
-def _bounding_box(mask: np.ndarray, margin: int) -> tuple[slice, ...] | None:
-    """Smallest box holding every True voxel, grown by `margin` and clipped to the array."""
-    box: list[slice] = []
-    for axis in range(mask.ndim):
-        other_axes = tuple(a for a in range(mask.ndim) if a != axis)
-        present = np.flatnonzero(np.any(mask, axis=other_axes))
-        if present.size == 0:
-            return None
-        start = max(int(present[0]) - margin, 0)
-        stop = min(int(present[-1]) + 1 + margin, mask.shape[axis])
-        box.append(slice(start, stop))
-    return tuple(box)
 
 
 def _structure_offsets(ndim: int, connectivity: int) -> list[tuple[int, ...]]:
@@ -239,10 +227,15 @@ def _nearest_in_window_mm(
     2·min(spacing) away: a neighbour found at or below that distance is the nearest one.
     """
     ndim = target_mask.ndim
-    padded = np.pad(target_mask, 1)
-    strides = np.array(padded.strides, dtype=np.int64) // padded.itemsize
-    flat_padded = padded.ravel()
-    flat_sources = (sources + 1) @ strides
+    interior = all(
+        sources[:, axis].min() > 0 and sources[:, axis].max() < target_mask.shape[axis] - 1
+        for axis in range(ndim)
+    )
+    # Pad (a copy) only when a source sits on the array border and a neighbour would fall out.
+    grid = np.ascontiguousarray(target_mask) if interior else np.pad(target_mask, 1)
+    strides = np.array(grid.strides, dtype=np.int64) // grid.itemsize
+    flat_padded = grid.ravel()
+    flat_sources = (sources + (0 if interior else 1)) @ strides
     offsets = np.array([o for o in np.ndindex(*(3,) * ndim) if o != (1,) * ndim]) - 1
     offset_mm = _exact_offsets_mm(offsets, spacing)
     order = np.argsort(offset_mm, kind="stable")
@@ -326,7 +319,7 @@ def surface_distances(
     check_mask_pair(pred, truth)
     spacing = _check_spacing(spacing_mm, pred.ndim)
     _structure_offsets(pred.ndim, surface_connectivity)
-    box = _bounding_box(pred | truth, margin=1)
+    box = bounding_box(pred | truth, margin=1)
     if box is None or not pred.any() or not truth.any():
         msg = "surface distances need two non-empty masks"
         raise ValueError(msg)
@@ -586,13 +579,22 @@ def _surfel_tables(spacing: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
 
 def _neighbour_codes(mask: np.ndarray, kernel: np.ndarray) -> np.ndarray:
     """Code of the 2×…×2 neighbourhood of every voxel corner (DeepMind's correlate)."""
-    padded = np.pad(mask.astype(np.uint8), 1)
+    padded = np.pad(mask, 1)
     corners = tuple(n + 1 for n in mask.shape)
     codes = np.zeros(corners, dtype=np.uint8)
     for index in np.ndindex(*kernel.shape):
         window = padded[tuple(slice(i, i + n) for i, n in zip(index, corners, strict=True))]
-        codes += window * np.uint8(kernel[index])
+        np.add(codes, np.uint8(kernel[index]), out=codes, where=window)
     return codes
+
+
+def _surfels(
+    mask: np.ndarray, kernel: np.ndarray, area_table: np.ndarray, full_code: int
+) -> tuple[np.ndarray, npt.NDArray[np.float64]]:
+    """Surfel mask on the corner grid and the area of each surfel (C order)."""
+    codes = _neighbour_codes(mask, kernel)
+    surfels = (codes != 0) & (codes != full_code)
+    return surfels, area_table[codes[surfels]]
 
 
 @dataclass(frozen=True)
@@ -691,20 +693,16 @@ def surfel_distances(
     if not pred.any() or not truth.any():
         msg = "surfel distances need two non-empty masks"
         raise ValueError(msg)
-    box = _bounding_box(pred | truth, margin=0)
+    box = bounding_box(pred | truth, margin=0)
     if box is None:  # unreachable after the checks above; keeps the type checker informed
         msg = "surfel distances need two non-empty masks"
         raise ValueError(msg)
     kernel, area_table, full_code = _surfel_tables(spacing)
-    truth_codes = _neighbour_codes(truth[box], kernel)
-    pred_codes = _neighbour_codes(pred[box], kernel)
-    truth_surfels = (truth_codes != 0) & (truth_codes != full_code)
-    pred_surfels = (pred_codes != 0) & (pred_codes != full_code)
+    truth_surfels, truth_areas = _surfels(truth[box], kernel, area_table, full_code)
+    pred_surfels, pred_areas = _surfels(pred[box], kernel, area_table, full_code)
     truth_to_pred, pred_to_truth = _nearest_distances_mm(
         truth_surfels, pred_surfels, spacing, exact=True
     )
-    truth_areas = area_table[truth_codes[truth_surfels]]
-    pred_areas = area_table[pred_codes[pred_surfels]]
     truth_order = np.lexsort((truth_areas, truth_to_pred))
     pred_order = np.lexsort((pred_areas, pred_to_truth))
     return SurfelDistances(

@@ -14,6 +14,8 @@ from skimage.morphology import skeletonize
 __all__ = [
     "VALID_CONNECTIVITIES",
     "betti_numbers",
+    "bounding_box",
+    "check_connectivity",
     "class_average_b0_error",
     "cldice",
     "component_count",
@@ -38,7 +40,12 @@ In 2-D, 4 joins pixels that share an edge, 8 an edge or a corner::
 """
 
 
-def _check_connectivity(ndim: int, connectivity: int) -> None:
+def check_connectivity(ndim: int, connectivity: int) -> None:
+    """Raise unless `connectivity` is allowed for an array with `ndim` axes.
+
+    Raises:
+        ValueError: `ndim` is not 2 or 3, or `connectivity` is not in `VALID_CONNECTIVITIES`.
+    """
     allowed = VALID_CONNECTIVITIES.get(ndim)
     if allowed is None:
         msg = f"connected components need a 2-D or 3-D array, got {ndim} dimensions"
@@ -48,6 +55,28 @@ def _check_connectivity(ndim: int, connectivity: int) -> None:
         raise ValueError(msg)
 
 
+def bounding_box(mask: npt.NDArray[np.bool_], *, margin: int = 0) -> tuple[slice, ...] | None:
+    """Smallest box holding every True voxel, grown by `margin` per side, clipped to the array.
+
+    Args:
+        mask: binary mask of any dimensionality.
+        margin: voxels added on every side (>= 0).
+
+    Returns:
+        One slice per axis, or None for an empty mask.
+    """
+    box: list[slice] = []
+    for axis in range(mask.ndim):
+        other_axes = tuple(a for a in range(mask.ndim) if a != axis)
+        present = np.flatnonzero(np.any(mask, axis=other_axes))
+        if present.size == 0:
+            return None
+        start = max(int(present[0]) - margin, 0)
+        stop = min(int(present[-1]) + 1 + margin, mask.shape[axis])
+        box.append(slice(start, stop))
+    return tuple(box)
+
+
 def connected_components(
     mask: npt.NDArray[np.bool_], *, connectivity: int
 ) -> tuple[npt.NDArray[np.uint32], int]:
@@ -55,7 +84,7 @@ def connected_components(
 
     Definition: two foreground voxels are connected when they are neighbours under
         `connectivity` (see `VALID_CONNECTIVITIES`); a component is a maximal connected set.
-        Components are numbered 1..N in raster order of their first voxel; background is 0.
+        Components are numbered 1..N (no gaps); background is 0.
     Empty: an empty mask has N = 0 and an all-zero label array.
     Follows: `cc3d.connected_components`, used by the ISLES'22, TopCoW and TopBrain codes.
 
@@ -73,9 +102,10 @@ def connected_components(
     if not isinstance(mask, np.ndarray) or mask.dtype != np.bool_:
         msg = "mask must be a numpy array of dtype bool"
         raise TypeError(msg)
-    _check_connectivity(mask.ndim, connectivity)
+    check_connectivity(mask.ndim, connectivity)
+    # cc3d miscounts on strided views (e.g. a crop), so it always gets a C-contiguous array
     labels, count = cc3d.connected_components(
-        mask, connectivity=connectivity, return_N=True, out_dtype=np.uint32
+        np.ascontiguousarray(mask), connectivity=connectivity, return_N=True, out_dtype=np.uint32
     )
     return labels, int(count)
 
@@ -96,7 +126,23 @@ def component_count(mask: npt.NDArray[np.bool_], *, connectivity: int) -> int:
         TypeError: `mask` is not a boolean array.
         ValueError: `mask` is not 2-D or 3-D, or `connectivity` is not allowed for it.
     """
-    return connected_components(mask, connectivity=connectivity)[1]
+    if not isinstance(mask, np.ndarray) or mask.dtype != np.bool_:
+        msg = "mask must be a numpy array of dtype bool"
+        raise TypeError(msg)
+    check_connectivity(mask.ndim, connectivity)
+    box = bounding_box(mask)
+    if box is None:
+        return 0
+    return _count_components(mask[box], connectivity)
+
+
+def _count_components(mask: np.ndarray, connectivity: int) -> int:
+    """Component count with the smallest label dtype that cannot overflow."""
+    out_dtype = np.uint16 if mask.size < np.iinfo(np.uint16).max else np.uint32
+    _, count = cc3d.connected_components(
+        np.ascontiguousarray(mask), connectivity=connectivity, return_N=True, out_dtype=out_dtype
+    )
+    return int(count)
 
 
 def _check_label_map(name: str, labels: np.ndarray) -> None:
@@ -201,7 +247,7 @@ def per_label_b0_error(
         ValueError: shapes differ, labels are negative, or `connectivity` is not allowed.
     """
     boxes = label_boxes(pred_labels, truth_labels, margin=0)
-    _check_connectivity(pred_labels.ndim, connectivity)
+    check_connectivity(pred_labels.ndim, connectivity)
     chosen = sorted(boxes) if labels is None else sorted({int(label) for label in labels})
     result: dict[int, int] = {}
     for label in chosen:

@@ -351,3 +351,34 @@ def test_surfel_scores_shift_by_one_slice_physical_and_official_spacing():
     iso = surfel_scores(pred, truth, spacing_mm=(1.0, 1.0, 1.0))
     assert iso == surfel_scores(pred, truth, spacing_mm=(1.0, 1.0, 1.0)[::-1])
     assert surfel_scores(truth, truth, spacing_mm=(3.0, 0.8, 0.8)).hd95_mm == 0.0
+
+
+@pytest.mark.parametrize("at_border", [True, False])
+def test_neighbour_window_and_k_d_tree_at_and_off_the_array_border(at_border):
+    # Sparse surfaces (k-d tree route) whose points do or do not touch the array border.
+    truth = np.zeros((20, 20, 20), dtype=bool)
+    pred = np.zeros_like(truth)
+    start = 0 if at_border else 3
+    truth[start : start + 6, start : start + 5, start : start + 4] = True
+    pred[start + 1 : start + 7, start : start + 5, start + 2 : start + 6] = True
+    pred[15, 15, 15] = True  # a far island: resolved by the k-d tree, not the window
+    spacing = (0.6, 0.4, 1.5)
+    with mock.patch.object(surface, "_DENSE_SURFACE_FRACTION", 0):
+        got = surface_distances(pred, truth, spacing_mm=spacing, surface_connectivity=26)
+    p_to_t, t_to_p = _scipy_directed(pred, truth, spacing, 26)
+    np.testing.assert_allclose(got.pred_to_truth_mm, p_to_t, rtol=1e-12)
+    np.testing.assert_allclose(got.truth_to_pred_mm, t_to_p, rtol=1e-12)
+
+
+def test_official_topcow_voxel_spacing_example():
+    # Mirrors `test_hd95_single_label_3D_voxel_spacing` of the official TopCoW code: 3x3x3
+    # images with SimpleITK spacing (x, y, z) = (3, 4, 5), i.e. (5, 4, 3) for (z, y, x) arrays.
+    image1 = np.zeros((3, 3, 3), dtype=np.uint8)  # (z, y, x)
+    image2 = np.zeros_like(image1)
+    image1[0, 0, 2] = image2[0, 0, 0] = 1  # x 2 vs x 0: 2 * 3 = 6 mm
+    image1[0, 1, 0] = image2[0, 0, 1] = 2  # (x0, y1) vs (x1, y0): sqrt(3^2 + 4^2) = 5 mm
+    image1[1, :, :] = 3  # z 1
+    image2[2, :, :] = 3  # z 2: one slice = 5 mm
+    spacing = (5.0, 4.0, 3.0)
+    scores = per_label_hd95(image2, image1, spacing_mm=spacing)
+    assert scores == pytest.approx({1: 6.0, 2: 5.0, 3: 5.0})

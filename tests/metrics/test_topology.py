@@ -56,6 +56,17 @@ def test_component_count_by_hand():
     assert component_count(np.zeros((2, 2), bool), connectivity=4) == 0
 
 
+def test_component_count_of_strided_views():
+    # a (4, 1, 1) strided view with voxels 0 and 3 set: two components for every connectivity
+    # (cc3d alone counts one on such a view, so the functions hand it contiguous arrays)
+    mask = np.zeros((6, 5, 4), dtype=bool)
+    mask[0, 0, 0] = mask[3, 0, 0] = True
+    view = mask[0:4, 0:1, 0:1]
+    assert component_count(mask, connectivity=26) == 2
+    assert component_count(view, connectivity=26) == 2
+    assert connected_components(view, connectivity=6)[1] == 2
+
+
 def test_connected_components_reject_wrong_connectivity_and_dtype():
     with pytest.raises(ValueError, match=r"\(6, 18, 26\)"):
         connected_components(np.zeros((2, 2, 2), bool), connectivity=8)
