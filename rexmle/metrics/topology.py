@@ -462,7 +462,7 @@ def label_neighbors(label_map: npt.NDArray[np.integer]) -> dict[int, set[int]]:
     if len(result) < 2:
         return result
     box = ndimage.find_objects((label_map != 0).astype(np.uint8))[0]
-    padded = np.pad(label_map[box], 1).astype(np.int64)
+    padded = np.pad(label_map[box], 1)  # input dtype: no int64 copy of the whole region
     ndim = padded.ndim
     core = tuple(slice(1, n - 1) for n in padded.shape)
     centre = padded[core]
@@ -477,7 +477,8 @@ def label_neighbors(label_map: npt.NDArray[np.integer]) -> dict[int, set[int]]:
         ]
         touching = (centre != shifted) & (centre != 0) & (shifted != 0)
         if touching.any():
-            codes.append(np.unique(centre[touching] * scale + shifted[touching]))
+            pairs = centre[touching].astype(np.int64) * scale + shifted[touching]
+            codes.append(np.unique(pairs))
     if codes:
         for code in np.unique(np.concatenate(codes)):
             a, b = divmod(int(code), scale)

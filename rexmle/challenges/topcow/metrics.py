@@ -79,25 +79,32 @@ def score_segmentation(
     *,
     spacing_mm: Sequence[float],
 ) -> dict[str, object]:
-    """Task-1 values of one case on label maps already cropped to the ROI.
+    """Task-1 values of one case, on label maps already cropped to the test ROI.
 
-    Per case, with L = labels present in G or P (background excluded): ``dice``, ``b0_error``,
-    ``hd95`` = means over L of Dice_l, |b0(P_l) − b0(G_l)| (26-connectivity) and HD95_l (90 mm for
-    a label absent on one side), 0 each when L is empty; ``cldice`` of the merged foregrounds;
-    the group-2 outcome per label (``grp2_<l>``: TP/FP/FN/TN at IoU ≥ 0.25); the GT and predicted
-    variant strings; whether each topology region matches.
-
-    Both maps are first cropped to the bounding box of their union foreground plus 2 voxels.
-    No value changes: every rule treats the array border as background (official zero padding),
-    and clDice already skeletonises each mask inside its own box plus 2 voxels.
+    Definition: with L = labels present in G or P (background excluded): ``dice``, ``b0_error``,
+        ``hd95`` = means over L of Dice_l, |b0(P_l) − b0(G_l)| (26-connected components) and
+        HD95_l (symmetric, 26-neighbourhood surfaces, numpy-interpolated 95th percentile);
+        ``cldice`` of the merged foregrounds (P > 0, G > 0); ``grp2_<c>`` = the detection outcome
+        (TP/FP/FN/TN at IoU ≥ 0.25) of c ∈ {8, 9, 10, 15}; ``gt_<region>`` / ``pred_<region>`` =
+        the variant strings of the edge lists; ``<region>_match`` = the topology verdict
+        (:func:`rexmle.challenges.topcow.graph.region_matches`).
+    Units: Dice and clDice in [0, 1] (higher is better); B0 error in components and HD95 in mm
+        (lower is better).
+    Empty: a label absent on one side has Dice 0, HD95 90 mm and B0 error = the other side's
+        component count; L empty gives 0 for the three means; an empty skeleton gives clDice 0.
+    Follows: TopCoW 2024 ``score_case_task_1_seg`` (CoWBenchmark/TopCoW_Eval_Metrics @25ca839).
+    Differs: none. Both maps are first cropped to the bounding box of their union foreground
+        plus 2 voxels, which changes no value: every rule treats the array border as background
+        (the official zero padding) and clDice skeletonises each mask inside its own box plus 2
+        voxels anyway.
 
     Args:
         pred: cropped predicted label map, uint8, (x, y, z) order.
         truth: cropped reference label map, same shape and dtype.
-        spacing_mm: reference spacing per array axis.
+        spacing_mm: reference spacing per array axis, in mm.
 
     Returns:
-        Mapping of per-case values (floats, outcome strings, variant strings).
+        Mapping of per-case values (floats, outcome strings, variant strings, booleans).
     """
     window = foreground_window(pred, truth, margin=FOREGROUND_MARGIN)
     pred, truth = pred[window], truth[window]
@@ -137,7 +144,7 @@ def score_segmentation_case(item: tuple[str, Path, Path, Path]) -> dict[str, obj
     """
     case_id, pred_path, gold_path, roi_path = item
     gold = read_image(gold_path)
-    window = (slice(None),) * 3
+    window = read_roi(roi_path).crop(gold.geometry.shape)
     spacing = gold.geometry.spacing_mm[:3]
     truth = np.asarray(gold.array)[window].astype(np.uint8)
     del gold
@@ -173,7 +180,7 @@ def aggregate_segmentation(cases: list[dict[str, object]]) -> dict[str, float]:
         ]
         metrics[f"{region}_graph_acc"] = balanced_accuracy(pred, truth)
         metrics[f"{region}_topology"] = balanced_accuracy(topology, truth)
-    return metrics
+    return {key: metrics[key] for key in SEG_KEYS}
 
 
 # ---- Task 2 ---------------------------------------------------------------------------------
@@ -221,4 +228,4 @@ def aggregate_edges(cases: list[dict[str, object]]) -> dict[str, float]:
         truth = [str(c[f"gt_{region}"]) for c in cases]
         pred = [str(c[f"pred_{region}"]) for c in cases]
         metrics[f"{region}_acc"] = balanced_accuracy(pred, truth)
-    return metrics
+    return {key: metrics[key] for key in EDGE_KEYS}

@@ -15,14 +15,17 @@ from pathlib import Path
 
 import numpy as np
 
-from rexmle.challenges.topcow.graph import LabelMapGraph, is_flipped
+from rexmle.challenges.topcow.graph import LabelMapGraph, is_flipped, variant_strings
+from rexmle.challenges.topcow.labels import GROUP2_LABELS
 from rexmle.challenges.topcow.raw import EdgeLists, RawCase, check_case, discover_cases
 from rexmle.challenges.topcow.roi import Box
 from rexmle.io import read_geometry, read_image, write_image
+from rexmle.metrics.classification import balanced_accuracy
 from rexmle.split import Split, shuffle_split
 
 log = logging.getLogger(__name__)
 
+REGIONS = ("anterior", "posterior")
 ID_COLUMN = "image_id"
 PATH_COLUMNS = {1: "predicted_mask_path", 2: "predicted_bbox_path", 3: "predicted_edges_path"}
 SAMPLE_BOX = Box(size=(1, 1, 1), location=(0, 0, 0))
@@ -70,11 +73,16 @@ def split_cases(cases: dict[str, RawCase], modality: str, *, seed: int) -> Split
     )
 
 
-def _log_flipped_gold(case: RawCase, box: Box) -> None:
-    """Warn when a GT label map is left-right flipped by the topology rule (gold would fail it)."""
-    labels = np.asarray(read_image(case.seg).array)[box.crop(read_geometry(case.seg).shape)]
-    graph = LabelMapGraph(labels.astype(np.uint8))
-    flipped = [r for r in ("anterior", "posterior") if is_flipped(graph.labels, r, graph.present)]
+EXPECTED_GOLD = "expected_gold.json"
+"""Written into ``private/``: the scores gold must obtain (topcow.md, "Gold")."""
+
+
+def _gold_facts(case: RawCase, box: Box) -> tuple[set[int], dict[str, str], list[str]]:
+    """Group-2 labels present in the cropped GT, its variant strings, regions it is flipped in."""
+    labels = np.asarray(read_image(case.seg).array)
+    labels = labels[box.crop(labels.shape)].astype(np.uint8)
+    graph = LabelMapGraph(labels)
+    flipped = [r for r in REGIONS if is_flipped(graph.labels, r, graph.present)]
     if flipped:
         log.warning(
             "%s: the GT is left-right flipped by the topology rule in %s; gold cannot reach "
@@ -82,6 +90,26 @@ def _log_flipped_gold(case: RawCase, box: Box) -> None:
             case.seg.name,
             flipped,
         )
+    return graph.present & set(GROUP2_LABELS), variant_strings(graph.bits), flipped
+
+
+def expected_gold_segmentation(
+    facts: list[tuple[set[int], dict[str, str], list[str]]],
+) -> dict[str, float]:
+    """Task-1 values of gold: 1 / 0 everywhere except where the official rules cap them.
+
+    ``f1_grp2`` = (group-2 labels present in at least one test GT inside the ROI) / 4 (a label
+    absent everywhere has F1 0); a topology accuracy is below 1 only if a GT is flipped.
+    """
+    present = set().union(*(p for p, _, _ in facts))
+    expected = {"dice": 1.0, "cldice": 1.0, "b0_error": 0.0, "hd95": 0.0}
+    expected["f1_grp2"] = len(present) / len(GROUP2_LABELS)
+    for region in REGIONS:
+        truth = [v[region] for _, v, _ in facts]
+        topology = [v[region] if region not in f else "FAIL" for _, v, f in facts]
+        expected[f"{region}_graph_acc"] = 1.0
+        expected[f"{region}_topology"] = balanced_accuracy(topology, truth)
+    return expected
 
 
 def prepare(
@@ -105,6 +133,7 @@ def prepare(
     gold_dir = private_dir / "gold"
     column = PATH_COLUMNS[task]
     rows = []
+    gold_facts: list[tuple[set[int], dict[str, str], list[str]]] = []
     for pid in split.train:
         case, (box, edges) = cases[pid], checked[pid]
         stem = f"topcow_{modality}_{pid}"
@@ -128,7 +157,7 @@ def prepare(
             shutil.copyfile(case.seg, gold_dir / relative)
             (private_dir / "roi").mkdir(exist_ok=True)
             shutil.copyfile(case.roi, private_dir / "roi" / case.roi.name)
-            _log_flipped_gold(case, box)
+            gold_facts.append(_gold_facts(case, box))
         elif task == 2:
             write_json(public_dir / relative, SAMPLE_BOX.to_json())
             write_json(gold_dir / relative, box.to_json())
@@ -138,4 +167,14 @@ def prepare(
         rows.append((pid, relative))
     write_submission_csv(public_dir / "sample_submission.csv", column, rows)
     write_submission_csv(gold_dir / "submission.csv", column, rows)
+    if task == 1:
+        expected = expected_gold_segmentation(gold_facts)
+    else:
+        expected = (
+            {"boundary_iou": 1.0, "iou": 1.0}
+            if task == 2
+            else {"anterior_acc": 1.0, "posterior_acc": 1.0}
+        )
+    write_json(private_dir / EXPECTED_GOLD, expected)
+    log.info("topcow %s task %d: expected gold scores %s", modality, task, expected)
     return split
