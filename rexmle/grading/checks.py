@@ -40,6 +40,18 @@ def check_shape(
     return None
 
 
+def _distinct_small_integers(array: npt.NDArray[np.integer]) -> npt.NDArray[np.int64]:
+    """Distinct values of an 8/16-bit integer array by chunked counting (no sort, no full copy)."""
+    flat = np.ravel(array, order="K")  # a view for C- and Fortran-ordered arrays
+    offset = int(np.iinfo(array.dtype).min)
+    counts = np.zeros(int(np.iinfo(array.dtype).max) - offset + 1, dtype=np.int64)
+    chunk = 1 << 23
+    for start in range(0, flat.size, chunk):
+        piece = flat[start : start + chunk].astype(np.int64) - offset
+        counts += np.bincount(piece, minlength=counts.size)
+    return np.flatnonzero(counts) + offset
+
+
 def check_allowed_values(array: npt.NDArray[np.generic], allowed: Iterable[int]) -> str | None:
     """A problem when ``array`` holds NaN/inf or any value not exactly in ``allowed``, else None.
 
@@ -49,6 +61,8 @@ def check_allowed_values(array: npt.NDArray[np.generic], allowed: Iterable[int])
     allowed_set = sorted({int(v) for v in allowed})
     if array.dtype.kind == "b":
         values = np.unique(array).astype(np.int64)
+    elif array.dtype.kind in "iu" and array.dtype.itemsize <= 2:
+        values = _distinct_small_integers(array)
     elif array.dtype.kind in "iu":
         values = np.unique(array)
     elif array.dtype.kind == "f":
