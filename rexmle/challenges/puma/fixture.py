@@ -11,7 +11,7 @@ with a hole, a tumour Polygon overlapping it, an epidermis band, a blood-vessel 
 necrosis Polygon inside the tumour and, in some ROIs, a white-background Polygon painted last.
 ``training_set_primary_roi_002`` is stored as a bare list of features.
 
-Nuclei files: 20-40 hexagonal Polygons with closed rings; every ROI except
+Nuclei files: 20-30 hexagonal Polygons with closed rings on a jittered 16 px grid; every ROI except
 ``training_set_metastatic_roi_002`` uses all ten classes (that one has no neutrophils and no
 apoptotic cells, so a track-2 class is missing from one test case); ``training_set_primary_roi_004``
 holds one MultiPolygon nucleus (two parts) and ``training_set_metastatic_roi_002`` two nuclei whose
