@@ -1,0 +1,233 @@
+"""PUMA scoring against hand computations, and the nuclei JSON rules (spec puma.md)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tifffile
+
+from rexmle.challenges.puma.classes import nuclei_classes
+from rexmle.challenges.puma.metrics import (
+    aggregate_nuclei,
+    aggregate_tissue,
+    score_nuclei_case,
+    score_tissue_case,
+)
+from rexmle.challenges.puma.submission import MAX_ITEMS, read_nuclei_file
+
+TRACK1 = nuclei_classes(1)
+TRACK2 = nuclei_classes(2)
+
+
+def test_track_class_names() -> None:
+    assert TRACK1 == ("tumor", "TILs", "other")
+    assert len(TRACK2) == 10 and TRACK2[1:3] == ("lymphocytes", "plasma_cells")
+
+
+def _tiff(path: Path, rows: list[list[int]]) -> Path:
+    tifffile.imwrite(path, np.asarray(rows, dtype=np.uint8))
+    return path
+
+
+def test_tissue_micro_dice_pools_pixels_over_cases(tmp_path) -> None:
+    gold_a = _tiff(tmp_path / "ga.tif", [[1, 1, 3], [0, 0, 3]])
+    pred_a = _tiff(tmp_path / "pa.tif", [[1, 0, 3], [0, 3, 3]])
+    gold_b = _tiff(tmp_path / "gb.tif", [[1, 1, 1], [2, 2, 0]])
+    pred_b = _tiff(tmp_path / "pb.tif", [[1, 1, 1], [0, 0, 0]])
+    cases = [
+        score_tissue_case(("a", pred_a, gold_a)),
+        score_tissue_case(("b", pred_b, gold_b)),
+    ]
+    assert cases[0]["intersection_stroma"] == 1.0 and cases[0]["total_stroma"] == 3.0
+    metrics = aggregate_tissue(cases)
+    eps = 1e-5
+    # stroma (1): I = 1 + 3 = 4, S = (2 + 1) + (3 + 3) = 9 -> (8 + eps) / (9 + eps)
+    # vessel (2): I = 0 (GT has 2 pixels, never predicted) -> 0
+    # tumour (3): I = 2, S = 2 + 3 = 5 -> (4 + eps) / (5 + eps)
+    # epidermis (4), necrosis (5): absent everywhere, I = 0 -> 0
+    stroma, tumour = (8 + eps) / (9 + eps), (4 + eps) / (5 + eps)
+    assert metrics["dice_stroma"] == pytest.approx(stroma, abs=1e-12)
+    assert metrics["dice_blood_vessel"] == 0.0
+    assert metrics["dice_tumor"] == pytest.approx(tumour, abs=1e-12)
+    assert metrics["dice_epidermis"] == 0.0 and metrics["dice_necrosis"] == 0.0
+    assert metrics["dice"] == pytest.approx((stroma + tumour) / 5, abs=1e-12)
+
+
+def _json(path: Path, content: object) -> Path:
+    path.write_text(json.dumps(content), encoding="utf-8")
+    return path
+
+
+def _square(x: float, y: float, name: str, score: float | None = None) -> dict:
+    """A 2 x 2 square whose vertex mean is (x, y)."""
+    item = {
+        "name": name,
+        "path_points": [[x - 1, y - 1], [x + 1, y - 1], [x + 1, y + 1], [x - 1, y + 1]],
+    }
+    if score is not None:
+        item["score"] = score
+    return item
+
+
+def test_nuclei_macro_f1_by_hand(tmp_path) -> None:
+    gold_a = _json(
+        tmp_path / "ga.json",
+        {"polygons": [_square(10, 10, "tumor"), _square(50, 50, "tumor"), _square(90, 90, "TILs")]},
+    )
+    pred_a = _json(
+        tmp_path / "pa.json",
+        {
+            "nuclei": [
+                {"class": "tumor", "centroid": [20, 10]},  # 10 px from GT 1: match
+                {"class": "tumor", "centroid": [65, 50]},  # exactly 15 px from GT 2: no match
+                {"class": "other", "centroid": [90, 90]},  # right place, wrong class
+            ]
+        },
+    )
+    gold_b = _json(tmp_path / "gb.json", {"polygons": [_square(30, 30, "TILs")]})
+    pred_b = _json(tmp_path / "pb.json", {"polygons": [_square(31, 31, "TILs", 0.4)]})
+    rows = [
+        score_nuclei_case(("a", pred_a, gold_a, TRACK1)),
+        score_nuclei_case(("b", pred_b, gold_b, TRACK1)),
+    ]
+    assert rows[0]["n_matched"] == 1.0 and rows[0]["tp_tumor"] == 1.0
+    assert rows[0]["fp_tumor"] == 1.0 and rows[0]["fn_tumor"] == 1.0
+    metrics = aggregate_nuclei(rows, TRACK1)
+    # case a: tumor P = 1/2, R = 1/2 -> F1 1/2; TILs: TP 0 -> 0; other: FP only -> 0
+    # case b: TILs matched (distance sqrt 2) -> 1
+    # n = 2 cases: F1_tumor = 1/2 / 2 = 1/4, F1_TILs = (0 + 1) / 2 = 1/2, F1_other = 0 / 2 = 0
+    # f1 = (1/4 + 1/2 + 0) / 3 = 1/4
+    assert metrics["f1_tumor"] == pytest.approx(0.25)
+    assert metrics["f1_TILs"] == pytest.approx(0.5)
+    assert metrics["f1_other"] == 0.0
+    assert metrics["f1"] == pytest.approx(0.25)
+
+
+def test_highest_score_wins_then_the_nearest(tmp_path) -> None:
+    gold = _json(
+        tmp_path / "g.json", {"polygons": [_square(10, 10, "tumor"), _square(30, 10, "tumor")]}
+    )
+    pred = _json(
+        tmp_path / "p.json",
+        {
+            "nuclei": [
+                {"class": "tumor", "centroid": [11, 10], "confidence": 0.2},
+                {"class": "tumor", "centroid": [21, 10], "confidence": 0.9},
+            ]
+        },
+    )
+    row = score_nuclei_case(("c", pred, gold, TRACK1))
+    # GT 1 at x=10 takes the confident prediction at x=21 (11 px away); GT 2 at x=30 then has
+    # no candidate (x=11 is 19 px away): TP 1, FP 1, FN 1
+    assert (row["tp_tumor"], row["fp_tumor"], row["fn_tumor"]) == (1.0, 1.0, 1.0)
+
+
+def test_no_predictions_at_all_scores_zero(tmp_path) -> None:
+    gold = _json(tmp_path / "g.json", {"polygons": [_square(10, 10, "tumor")]})
+    pred = _json(tmp_path / "p.json", {"polygons": []})
+    metrics = aggregate_nuclei([score_nuclei_case(("c", pred, gold, TRACK1))], TRACK1)
+    assert metrics["f1"] == 0.0
+
+
+def _reasons(tmp_path: Path, content: object | str, classes=TRACK1) -> list[str]:
+    path = tmp_path / "case.json"
+    text = content if isinstance(content, str) else json.dumps(content)
+    path.write_text(text, encoding="utf-8")
+    nuclei, reasons = read_nuclei_file(path, classes)
+    assert (nuclei is None) == bool(reasons)
+    return reasons
+
+
+def test_valid_forms_and_ignored_keys(tmp_path) -> None:
+    grand_challenge = {
+        "type": "Multiple polygons",
+        "version": {"major": 1, "minor": 0},
+        "polygons": [
+            {
+                "name": "tumor",
+                "path_points": [[0, 0, 0.5], [3, 0, 0.5], [3, 3, 0.5]],
+                "probability": 0.3,
+            }
+        ],
+    }
+    assert _reasons(tmp_path, grand_challenge) == []
+    nuclei, _ = read_nuclei_file(tmp_path / "case.json", TRACK1)
+    assert nuclei is not None
+    np.testing.assert_allclose(nuclei.xy, [[2.0, 1.0]])  # mean of (0,0), (3,0), (3,3)
+    assert nuclei.scores.tolist() == [1.0]  # 'probability' is ignored, score defaults to 1
+    assert _reasons(tmp_path, {"nuclei": []}) == []
+
+
+@pytest.mark.parametrize(
+    ("content", "needle"),
+    [
+        ("{not json", "malformed JSON"),
+        ('{"nuclei": [{"class": "tumor", "centroid": [NaN, 1]}]}', "NaN"),
+        ([], "must be a JSON object"),
+        ({"polygons": [], "nuclei": []}, "found both"),
+        ({"detections": []}, "found neither"),
+        ({"nuclei": {}}, "must be a list"),
+        ({"nuclei": [{"class": "TIL", "centroid": [1, 2]}]}, "'class' 'TIL' is not one of"),
+        ({"nuclei": [{"class": "nuclei_tumor", "centroid": [1, 2]}]}, "'nuclei_tumor'"),
+        ({"nuclei": [{"class": "tumor"}]}, "'centroid' is missing"),
+        ({"nuclei": [{"class": "tumor", "centroid": [1, 2, 3]}]}, "list of 2 numbers"),
+        ({"nuclei": [{"class": "tumor", "centroid": [1, True]}]}, "not a finite number"),
+        ('{"nuclei": [{"class": "tumor", "centroid": [1e400, 1]}]}', "not a finite number"),
+        ({"nuclei": [{"class": "tumor", "centroid": [1, 2], "confidence": 1.5}]}, "[0, 1]"),
+        ({"polygons": [{"name": "tumor", "path_points": [[0, 0], [1, 1]]}]}, "at least 3"),
+        ({"polygons": [{"path_points": [[0, 0], [1, 1], [1, 0]]}]}, "'name' None"),
+        ({"polygons": [{"name": "tumor", "path_points": [[0, 0], [1], [1, 0]]}]}, "2 or 3"),
+        (
+            {
+                "polygons": [
+                    {"name": "tumor", "path_points": [[0, 0], [1, 1], [1, 0]], "score": "1"}
+                ]
+            },
+            "score",
+        ),
+        ({"polygons": ["tumor"]}, "expected an object"),
+    ],
+)
+def test_invalid_nuclei_files(tmp_path, content, needle) -> None:
+    reasons = _reasons(tmp_path, content)
+    assert len(reasons) >= 1
+    assert "case.json" in reasons[0] and needle in reasons[0]
+
+
+def test_item_limit_and_reason_count(tmp_path) -> None:
+    many = {"nuclei": [{"class": "tumor", "centroid": [1, 2]}] * (MAX_ITEMS + 1)}
+    (reason,) = _reasons(tmp_path, many)
+    assert f"at most {MAX_ITEMS}" in reason
+    bad = {"nuclei": [{"class": "x", "centroid": [1, 2]}] * 9}
+    reasons = _reasons(tmp_path, bad)
+    assert len(reasons) == 6 and "4 more invalid item(s)" in reasons[-1]
+    assert "nuclei[0]" in reasons[0]
+
+
+def test_track2_names_are_not_track1_names(tmp_path) -> None:
+    content = {"nuclei": [{"class": "lymphocytes", "centroid": [1, 2]}]}
+    assert _reasons(tmp_path, content, TRACK2) == []
+    assert _reasons(tmp_path, content, TRACK1)
+
+
+def test_bulk_parsing_gives_exactly_the_polygon_centroid(tmp_path) -> None:
+    from rexmle.metrics.points import polygon_centroid
+
+    rng = np.random.default_rng(3)
+    polygons = []
+    for _ in range(300):
+        n = int(rng.integers(3, 9))
+        points = np.round(rng.uniform(0, 1024, (n, 2)), 3).tolist()
+        if rng.random() < 0.3:
+            points = [[*p, 0.5] for p in points]
+        polygons.append({"name": str(rng.choice(TRACK2)), "path_points": points})
+    path = _json(tmp_path / "many.json", {"polygons": polygons})
+    nuclei, reasons = read_nuclei_file(path, TRACK2)
+    assert reasons == [] and nuclei is not None
+    expected = np.array([polygon_centroid(p["path_points"]) for p in polygons])
+    np.testing.assert_array_equal(nuclei.xy, expected)  # bit for bit
+    assert nuclei.classes == [p["name"] for p in polygons]
+    np.testing.assert_array_equal(nuclei.scores, np.ones(300))
