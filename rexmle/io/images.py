@@ -151,7 +151,7 @@ def read_geometry(path: Path) -> Geometry:
             return _itk_geometry(reader)
     except ImageReadError:
         raise
-    except Exception as err:
+    except Exception as err:  # the parsers raise many types; any of them means "unreadable"
         msg = f"{path.name}: cannot read the image header ({type(err).__name__}: {err})"
         raise ImageReadError(msg) from err
     return read_image(path).geometry
@@ -177,7 +177,7 @@ def read_image(path: Path) -> Image:
             return _read_tiff(path)
         if suffix in _PILLOW:
             return _read_pillow(path)
-    except Exception as err:
+    except Exception as err:  # the parsers raise many types; any of them means "unreadable"
         msg = f"{path.name}: cannot read the image ({type(err).__name__}: {err})"
         raise ImageReadError(msg) from err
     msg = (

@@ -106,6 +106,10 @@ def _plots(results: Sequence[RunResult]) -> list[tuple[str, str]]:
     figures.append(("Percentile per task and agent", _png(fig)))
     plt.close(fig)
 
+    figures.append(
+        ("Headline value relative to the best human value", _gap_plot(results, tasks, agents))
+    )
+
     _, per_agent = seed_statistics(results)
     fig, ax = plt.subplots(figsize=(1.5 + 1.2 * len(agents), 3.2))
     means = 100 * per_agent["mean_percentile"].to_numpy()
@@ -118,6 +122,44 @@ def _plots(results: Sequence[RunResult]) -> list[tuple[str, str]]:
     figures.append(("Mean percentile per agent", _png(fig)))
     plt.close(fig)
     return figures
+
+
+def _gap_plot(results: Sequence[RunResult], tasks: list[str], agents: list[str]) -> str:
+    """Grouped bars: mean headline value over valid seeds / best human value, per task."""
+    import matplotlib.pyplot as plt
+
+    from rexmle.challenges.registry import all_tasks
+    from rexmle.report.tables import human_best
+
+    specs = all_tasks()
+    fig, ax = plt.subplots(figsize=(7.5, 0.32 * len(tasks) * max(1, len(agents)) / 1.5 + 1.5))
+    height = 0.8 / len(agents)
+    for j, agent in enumerate(agents):
+        ratios = []
+        for task in tasks:
+            values = [
+                r.headline_value
+                for r in results
+                if r.task == task and r.agent == agent and r.headline_value is not None
+            ]
+            best = human_best(task)
+            if not values or best == 0:
+                ratios.append(0.0)
+            elif specs[task].headline.higher_is_better:
+                ratios.append(float(np.mean(values)) / best)
+            else:
+                ratios.append(best / max(float(np.mean(values)), 1e-12))
+        positions = np.arange(len(tasks)) + j * height
+        ax.barh(positions, ratios, height=height, label=agent)
+    ax.axvline(1.0, color="black", linestyle="--", linewidth=1, label="best human")
+    ax.set_yticks(np.arange(len(tasks)) + 0.4 - height / 2, tasks)
+    ax.invert_yaxis()
+    ax.set_xlabel("headline value / best human value (FAIL = 0)")
+    ax.legend(loc="lower right", fontsize=8)
+    ax.set_title("Gap to the best human team")
+    encoded = _png(fig)
+    plt.close(fig)
+    return encoded
 
 
 def render_html(results: Sequence[RunResult]) -> str:

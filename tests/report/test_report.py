@@ -122,7 +122,7 @@ def test_collect_and_cli_report_from_real_grades(prepared_mini, tmp_path) -> Non
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     page = html_path.read_text()
-    assert page.count("data:image/png;base64,") == 2
+    assert page.count("data:image/png;base64,") == 3
     text = md_path.read_text()
     assert "| isles22 | segmentation | dice |" in text
     assert "FAIL" in text and "Failed runs" in text
