@@ -50,7 +50,8 @@ def list_tasks(data_dir: DataDirOption = None) -> None:
     from rexmle.preparation import read_prepared
 
     table = Table(title="ReX-MLE tasks")
-    for column in ("id", "family", "type", "modality", "headline", "implemented", "prepared"):
+    table.add_column("id", no_wrap=True)
+    for column in ("family", "type", "modality", "headline", "implemented", "prepared"):
         table.add_column(column)
     for spec in all_tasks().values():
         prepared = read_prepared(task_dirs(spec.id, data_dir))

@@ -10,7 +10,6 @@ Deterministic; needs numpy and Pillow only.
 
 from __future__ import annotations
 
-import csv
 import json
 from collections import defaultdict
 from pathlib import Path
@@ -19,7 +18,8 @@ import numpy as np
 import numpy.typing as npt
 from PIL import Image
 
-from rexmle.challenges.dentex.prepare import DISEASE_JSON
+from rexmle.challenges.common import write_csv
+from rexmle.challenges.dentex.prepare import DISEASE_JSON, SUBMISSION_COLUMNS
 
 Tooth = tuple[int, int]
 
@@ -127,7 +127,4 @@ def solve(public_dir: Path, submission_dir: Path, *, seed: int = 0) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(json.dumps(predict(model, _pixels(path))) + "\n", encoding="utf-8")
         rows.append((path.stem, relative))
-    with open(submission_dir / "submission.csv", "w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(("image_id", "predictions_json"))
-        writer.writerows(rows)
+    write_csv(submission_dir / "submission.csv", SUBMISSION_COLUMNS, rows)

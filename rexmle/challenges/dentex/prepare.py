@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import json
 import logging
 import math
@@ -11,6 +10,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from rexmle.challenges.common import write_csv
 from rexmle.errors import DataError
 from rexmle.split import Split
 
@@ -214,8 +214,8 @@ def prepare(raw_dir: Path, public_dir: Path, private_dir: Path, *, seed: int = S
         write_json(gold_dir / relative, detections)
         write_json(public_dir / relative, [])
         rows.append((stem(image_id), relative))
-    write_submission_csv(public_dir / "sample_submission.csv", rows)
-    write_submission_csv(gold_dir / "submission.csv", rows)
+    write_csv(public_dir / "sample_submission.csv", SUBMISSION_COLUMNS, rows)
+    write_csv(gold_dir / "submission.csv", SUBMISSION_COLUMNS, rows)
     return Split(
         train=[stem(i) for i in train_ids],
         test=[stem(i) for i in test_ids],
@@ -232,12 +232,3 @@ def write_json(path: Path, payload: object) -> None:
     """Write JSON (parents created)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(payload) + "\n", encoding="utf-8")
-
-
-def write_submission_csv(path: Path, rows: list[tuple[str, str]]) -> None:
-    """Write ``image_id,predictions_json`` rows."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(SUBMISSION_COLUMNS)
-        writer.writerows(rows)

@@ -16,6 +16,8 @@ from pathlib import Path
 import numpy as np
 from scipy import ndimage
 
+from rexmle.challenges.common import write_csv
+from rexmle.challenges.isles22.prepare import SUBMISSION_COLUMNS
 from rexmle.io import read_image, write_image
 
 THRESHOLDS = np.linspace(0.5, 15.0, 59)
@@ -83,7 +85,4 @@ def solve(public_dir: Path, submission_dir: Path, *, seed: int = 0) -> None:
         relative = f"predictions/{case_id}_pred.nii.gz"
         write_image(submission_dir / relative, mask, like=dwi.geometry)
         rows.append((case_id, relative))
-    with open(submission_dir / "submission.csv", "w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(("case_id", "predicted_mask_path"))
-        writer.writerows(rows)
+    write_csv(submission_dir / "submission.csv", SUBMISSION_COLUMNS, rows)

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import csv
 import re
 import shutil
 from pathlib import Path
 
 import numpy as np
 
+from rexmle.challenges.common import write_csv
 from rexmle.errors import DataError
 from rexmle.io import read_geometry, read_image, write_image
 from rexmle.split import Split, shuffle_split
@@ -97,15 +97,6 @@ def prepare(raw_dir: Path, public_dir: Path, private_dir: Path, *, seed: int = 4
         write_image(public_dir / relative, np.zeros(geometry.shape, dtype=np.uint8), like=geometry)
         sample_rows.append((subject, relative))
         gold_rows.append((subject, relative))
-    write_submission_csv(public_dir / "sample_submission.csv", sample_rows)
-    write_submission_csv(gold_dir / "submission.csv", gold_rows)
+    write_csv(public_dir / "sample_submission.csv", SUBMISSION_COLUMNS, sample_rows)
+    write_csv(gold_dir / "submission.csv", SUBMISSION_COLUMNS, gold_rows)
     return split
-
-
-def write_submission_csv(path: Path, rows: list[tuple[str, str]]) -> None:
-    """Write ``case_id,predicted_mask_path`` rows."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(SUBMISSION_COLUMNS)
-        writer.writerows(rows)

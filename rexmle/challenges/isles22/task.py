@@ -12,6 +12,7 @@ from rexmle.challenges.base import (
     TaskDirs,
     TaskImplementation,
 )
+from rexmle.challenges.common import case_path_items
 from rexmle.challenges.isles22 import fixture, metrics, prepare, submission
 from rexmle.grading.parallel import map_cases
 from rexmle.split import Split
@@ -41,14 +42,7 @@ class Isles22Task(TaskImplementation):
         self, submission: LoadedSubmission, gold: LoadedSubmission, dirs: TaskDirs, *, workers: int
     ) -> Scores:
         """Per-case metrics in parallel, then means."""
-        items = [
-            (
-                case_id,
-                submission.cases[case_id].paths["predicted_mask_path"],
-                gold.cases[case_id].paths["predicted_mask_path"],
-            )
-            for case_id in submission.ids()
-        ]
+        items = case_path_items(submission, gold, "predicted_mask_path")
         cases = map_cases(metrics.score_case, items, workers=workers)
         return Scores(metrics=metrics.aggregate(cases), cases=cases)
 

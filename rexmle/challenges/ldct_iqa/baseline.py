@@ -14,6 +14,9 @@ import numpy as np
 import tifffile
 from scipy import ndimage
 
+from rexmle.challenges.common import write_csv
+from rexmle.challenges.ldct_iqa.prepare import COLUMNS
+
 
 def features(image: np.ndarray) -> np.ndarray:
     """Feature vector [1, log noise, log sd] of one slice."""
@@ -33,10 +36,8 @@ def solve(public_dir: Path, submission_dir: Path) -> None:
     coef, *_ = np.linalg.lstsq(x, y, rcond=None)
     with open(public_dir / "sample_submission.csv", newline="", encoding="utf-8") as handle:
         test_ids = [row["image_id"] for row in csv.DictReader(handle)]
-    submission_dir.mkdir(parents=True, exist_ok=True)
-    with open(submission_dir / "submission.csv", "w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(("image_id", "quality_score"))
-        for image_id in test_ids:
-            image = tifffile.imread(public_dir / "test/images" / f"{image_id}.tiff")
-            writer.writerow((image_id, repr(float(features(image) @ coef))))
+    rows = []
+    for image_id in test_ids:
+        image = tifffile.imread(public_dir / "test/images" / f"{image_id}.tiff")
+        rows.append((image_id, repr(float(features(image) @ coef))))
+    write_csv(submission_dir / "submission.csv", COLUMNS, rows)

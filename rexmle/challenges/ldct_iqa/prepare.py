@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import json
 import shutil
 from pathlib import Path
@@ -10,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import tifffile
 
+from rexmle.challenges.common import write_csv
 from rexmle.errors import DataError
 from rexmle.split import Split
 
@@ -68,14 +68,6 @@ def _check_image(path: Path) -> tuple[tuple[int, ...], str]:
     return array.shape, str(array.dtype)
 
 
-def _write_csv(path: Path, rows: list[tuple[str, str]]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(COLUMNS)
-        writer.writerows(rows)
-
-
 def prepare(raw_dir: Path, public_dir: Path, private_dir: Path) -> Split:
     """Copy images byte-identical; write train labels, the sample (0.0 each) and gold."""
     train_root, test_root = raw_dir / "LDCTIQAG2023_train", raw_dir / "LDCTIQAC_test"
@@ -94,13 +86,17 @@ def prepare(raw_dir: Path, public_dir: Path, private_dir: Path) -> Split:
         shutil.copyfile(path, public_dir / "train" / "images" / path.name)
     for path in test.values():
         shutil.copyfile(path, public_dir / "test" / "images" / path.name)
-    _write_csv(
+    write_csv(
         public_dir / "train_labels.csv",
+        COLUMNS,
         [(stem, repr(train_scores[f"{stem}.tif"])) for stem in sorted(train)],
     )
-    _write_csv(public_dir / "sample_submission.csv", [(stem, "0.0") for stem in sorted(test)])
-    _write_csv(
+    write_csv(
+        public_dir / "sample_submission.csv", COLUMNS, [(stem, "0.0") for stem in sorted(test)]
+    )
+    write_csv(
         private_dir / "gold" / "submission.csv",
+        COLUMNS,
         [(stem, repr(test_scores[f"{stem}.tiff"])) for stem in sorted(test)],
     )
     return Split(

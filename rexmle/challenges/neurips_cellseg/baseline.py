@@ -18,7 +18,8 @@ import numpy.typing as npt
 import tifffile
 from scipy import ndimage
 
-from rexmle.challenges.neurips_cellseg.prepare import SIZES_FILE, label_name
+from rexmle.challenges.common import write_csv
+from rexmle.challenges.neurips_cellseg.prepare import SIZES_FILE, SUBMISSION_COLUMNS, label_name
 from rexmle.io import read_image
 
 THRESHOLDS = np.linspace(0.05, 0.95, 19)
@@ -105,7 +106,4 @@ def solve(public_dir: Path, submission_dir: Path, *, seed: int = 0) -> None:
         (submission_dir / "predictions").mkdir(parents=True, exist_ok=True)
         tifffile.imwrite(str(submission_dir / relative), labels, compression="zlib")
         rows.append((case_id, relative))
-    with open(submission_dir / "submission.csv", "w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(("image_id", "predicted_mask_path"))
-        writer.writerows(rows)
+    write_csv(submission_dir / "submission.csv", SUBMISSION_COLUMNS, rows)

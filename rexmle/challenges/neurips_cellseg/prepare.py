@@ -8,7 +8,6 @@ test membership position by position).
 
 from __future__ import annotations
 
-import csv
 import json
 import logging
 import shutil
@@ -19,6 +18,7 @@ import numpy as np
 import tifffile
 from PIL import Image
 
+from rexmle.challenges.common import write_csv
 from rexmle.errors import DataError
 from rexmle.io import ImageReadError, read_image
 from rexmle.metrics.instances import CELLSEG_THRESHOLDS, cellseg_match_counts
@@ -214,14 +214,13 @@ def prepare(
         _write_zero_mask(public_dir / relative, pair.height, pair.width)
         rows.append((pair.public_id, relative))
         per_image_gold[pair.public_id] = gold_f1(pair.label)
-    with open(public_dir / "test" / SIZES_FILE, "w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(("image_id", "height", "width"))
-        writer.writerows(
-            (p.public_id, p.height, p.width) for p in sorted(test, key=lambda p: p.public_id)
-        )
-    write_submission_csv(public_dir / "sample_submission.csv", rows)
-    write_submission_csv(gold_dir / "submission.csv", rows)
+    write_csv(
+        public_dir / "test" / SIZES_FILE,
+        ("image_id", "height", "width"),
+        [(p.public_id, p.height, p.width) for p in sorted(test, key=lambda p: p.public_id)],
+    )
+    write_csv(public_dir / "sample_submission.csv", SUBMISSION_COLUMNS, rows)
+    write_csv(gold_dir / "submission.csv", SUBMISSION_COLUMNS, rows)
     best = float(np.mean(list(per_image_gold.values())))
     log.info(
         "NeurIPS-CellSeg: %d of %d test images keep a GT cell after boundary removal; "
@@ -245,12 +244,3 @@ def prepare(
             "cases": {p.public_id: {"source": p.source, "stem": p.stem} for p in train + test},
         },
     )
-
-
-def write_submission_csv(path: Path, rows: list[tuple[str, str]]) -> None:
-    """Write ``image_id,predicted_mask_path`` rows."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(SUBMISSION_COLUMNS)
-        writer.writerows(rows)

@@ -12,6 +12,7 @@ from rexmle.challenges.base import (
     TaskDirs,
     TaskImplementation,
 )
+from rexmle.challenges.common import case_path_items
 from rexmle.challenges.neurips_cellseg import fixture, metrics, prepare, submission
 from rexmle.grading.parallel import map_cases
 from rexmle.split import Split
@@ -47,14 +48,7 @@ class NeuripsCellsegTask(TaskImplementation):
         self, submission: LoadedSubmission, gold: LoadedSubmission, dirs: TaskDirs, *, workers: int
     ) -> Scores:
         """Per-image F1 in parallel, then means over all test images."""
-        items = [
-            (
-                case_id,
-                submission.cases[case_id].paths["predicted_mask_path"],
-                gold.cases[case_id].paths["predicted_mask_path"],
-            )
-            for case_id in submission.ids()
-        ]
+        items = case_path_items(submission, gold, "predicted_mask_path")
         cases = map_cases(metrics.score_case, items, workers=workers)
         return Scores(metrics=metrics.aggregate(cases), cases=cases)
 

@@ -14,7 +14,8 @@ from pathlib import Path
 import numpy as np
 from scipy import ndimage
 
-from rexmle.challenges.panther.prepare import prediction_name, write_submission_csv
+from rexmle.challenges.common import write_csv
+from rexmle.challenges.panther.prepare import SUBMISSION_COLUMNS, prediction_name
 from rexmle.io import read_image, write_image
 
 _BOX = np.ones((3, 3, 3), dtype=bool)
@@ -56,4 +57,4 @@ def solve(public_dir: Path, submission_dir: Path, *, seed: int = 0) -> None:
         relative = prediction_name(case_id)
         write_image(submission_dir / relative, mask.astype(np.uint8), like=image.geometry)
         rows.append((case_id, relative))
-    write_submission_csv(submission_dir / "submission.csv", rows)
+    write_csv(submission_dir / "submission.csv", SUBMISSION_COLUMNS, rows)

@@ -14,7 +14,6 @@ task   image (``ImagesTr/``)   label (``LabelsTr/``)         id
 
 from __future__ import annotations
 
-import csv
 import logging
 import re
 import shutil
@@ -24,8 +23,9 @@ from pathlib import Path
 
 import numpy as np
 
+from rexmle.challenges.common import check_image_label_grid, write_csv
 from rexmle.errors import DataError
-from rexmle.io import Geometry, ImageReadError, read_geometry, read_image, write_image
+from rexmle.io import Geometry, read_image, write_image
 from rexmle.split import Split, shuffle_split
 
 log = logging.getLogger(__name__)
@@ -129,25 +129,10 @@ def check_case(case: RawCase) -> tuple[Geometry, Geometry, set[int], int]:
     Raises:
         DataError: unreadable file, not 3-D, grids differ, or unknown label values.
     """
-    try:
-        image = read_geometry(case.image)
-        label = read_image(case.label)
-    except ImageReadError as err:
-        msg = f"PANTHER case {case.case_id}: {err}"
-        raise DataError(msg) from err
+    image, label = check_image_label_grid(
+        "PANTHER", case.case_id, case.image, case.label, spacing_tol_mm=SPACING_TOLERANCE_MM
+    )
     grid = label.geometry
-    if len(image.shape) != 3 or len(grid.shape) != 3 or image.channels != 1 or grid.channels != 1:
-        msg = (
-            f"PANTHER case {case.case_id}: image {image.shape} and label {grid.shape} must be "
-            f"3-D single-component volumes"
-        )
-        raise DataError(msg)
-    if not image.matches(grid, spacing_tol_mm=SPACING_TOLERANCE_MM):
-        msg = (
-            f"PANTHER case {case.case_id}: image grid {image.shape} @ {image.spacing_mm} mm "
-            f"differs from the label grid {grid.shape} @ {grid.spacing_mm} mm"
-        )
-        raise DataError(msg)
     array = np.asarray(label.array)
     values = {int(v) for v in np.unique(array)}
     if not values <= KNOWN_LABEL_VALUES:
@@ -157,15 +142,6 @@ def check_case(case: RawCase) -> tuple[Geometry, Geometry, set[int], int]:
         )
         raise DataError(msg)
     return image, grid, values, int(np.count_nonzero(array == TUMOUR))
-
-
-def write_submission_csv(path: Path, rows: list[tuple[str, str]]) -> None:
-    """Write ``image_id,predicted_mask_path`` rows."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(SUBMISSION_COLUMNS)
-        writer.writerows(rows)
 
 
 def prepare(
@@ -211,8 +187,8 @@ def prepare(
         empty = np.zeros(image_geometry.shape, dtype=np.uint8)
         write_image(public_dir / relative, empty, like=image_geometry)
         rows.append((case_id, relative))
-    write_submission_csv(public_dir / "sample_submission.csv", rows)
-    write_submission_csv(gold_dir / "submission.csv", rows)
+    write_csv(public_dir / "sample_submission.csv", SUBMISSION_COLUMNS, rows)
+    write_csv(gold_dir / "submission.csv", SUBMISSION_COLUMNS, rows)
     return split
 
 

@@ -12,6 +12,7 @@ from rexmle.challenges.base import (
     TaskDirs,
     TaskImplementation,
 )
+from rexmle.challenges.common import case_path_items
 from rexmle.challenges.panther import fixture, metrics, prepare, submission
 from rexmle.grading.parallel import map_cases
 from rexmle.split import Split
@@ -48,14 +49,7 @@ class _PantherTask(TaskImplementation):
         self, submission: LoadedSubmission, gold: LoadedSubmission, dirs: TaskDirs, *, workers: int
     ) -> Scores:
         """Per-case surfel metrics in parallel, then means and the volume RMSE."""
-        items = [
-            (
-                case_id,
-                submission.cases[case_id].paths[PATH_COLUMN],
-                gold.cases[case_id].paths[PATH_COLUMN],
-            )
-            for case_id in submission.ids()
-        ]
+        items = case_path_items(submission, gold, PATH_COLUMN)
         cases = map_cases(metrics.score_case, items, workers=workers)
         return Scores(metrics=metrics.aggregate(cases), cases=cases)
 

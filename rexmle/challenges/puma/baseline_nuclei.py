@@ -19,6 +19,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy import ndimage
 
+from rexmle.challenges.common import write_csv
 from rexmle.challenges.puma.raster import polygon_window
 
 THRESHOLDS = np.linspace(0.2, 0.9, 36)
@@ -112,7 +113,4 @@ def solve(public_dir: Path, submission_dir: Path, *, classes: Sequence[str], see
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(json.dumps({"nuclei": detections}) + "\n", encoding="utf-8")
         rows.append((case_id, relative))
-    with open(submission_dir / "submission.csv", "w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(("case_id", "predicted_nuclei_path"))
-        writer.writerows(rows)
+    write_csv(submission_dir / "submission.csv", ("case_id", "predicted_nuclei_path"), rows)

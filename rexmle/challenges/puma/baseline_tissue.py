@@ -15,6 +15,8 @@ import numpy as np
 import numpy.typing as npt
 from scipy import ndimage
 
+from rexmle.challenges.common import write_csv
+
 N_VALUES = 6
 SAMPLES_PER_IMAGE = 4000
 SIGMAS_PX = (1.0, 4.0)
@@ -92,7 +94,4 @@ def solve(public_dir: Path, submission_dir: Path, *, seed: int = 0) -> None:
         (submission_dir / "predictions").mkdir(parents=True, exist_ok=True)
         tifffile.imwrite(submission_dir / relative, prediction)
         rows.append((case_id, relative))
-    with open(submission_dir / "submission.csv", "w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(("case_id", "predicted_mask_path"))
-        writer.writerows(rows)
+    write_csv(submission_dir / "submission.csv", ("case_id", "predicted_mask_path"), rows)

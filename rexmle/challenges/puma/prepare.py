@@ -6,7 +6,6 @@ archive may extract with or without its top folder); nothing in ``raw/`` is move
 
 from __future__ import annotations
 
-import csv
 import json
 import logging
 import re
@@ -16,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from rexmle.challenges.common import write_csv
 from rexmle.challenges.puma.classes import (
     NUCLEI_NAMES,
     TISSUE_CLASSES,
@@ -174,15 +174,6 @@ def write_json(path: Path, content: object) -> None:
     path.write_text(json.dumps(content) + "\n", encoding="utf-8")
 
 
-def write_submission_csv(path: Path, columns: tuple[str, str], rows: list[tuple[str, str]]) -> None:
-    """Write a two-column submission CSV."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(columns)
-        writer.writerows(rows)
-
-
 def _copy_images(cases: RawCases, split: Split, public_dir: Path) -> None:
     for folder, ids in (("train", split.train), ("test", split.test)):
         target = public_dir / folder / "images"
@@ -220,8 +211,8 @@ def prepare_tissue(
         (public_dir / "predictions").mkdir(parents=True, exist_ok=True)
         tifffile.imwrite(public_dir / relative, np.zeros_like(truth))
         rows.append((case_id, relative))
-    write_submission_csv(public_dir / "sample_submission.csv", TISSUE_COLUMNS, rows)
-    write_submission_csv(gold / "submission.csv", TISSUE_COLUMNS, rows)
+    write_csv(public_dir / "sample_submission.csv", TISSUE_COLUMNS, rows)
+    write_csv(gold / "submission.csv", TISSUE_COLUMNS, rows)
     counts = {TISSUE_CLASSES.get(v, "background"): int(n) for v, n in enumerate(pixel_counts)}
     absent = [name for v, name in TISSUE_CLASSES.items() if pixel_counts[v] == 0]
     log.info("PUMA tissue test ground truth, pixels per class: %s", counts)
@@ -274,8 +265,8 @@ def prepare_nuclei(
         write_json(gold / relative, document)
         write_json(public_dir / relative, {"polygons": []})
         rows.append((case_id, relative))
-    write_submission_csv(public_dir / "sample_submission.csv", NUCLEI_COLUMNS, rows)
-    write_submission_csv(gold / "submission.csv", NUCLEI_COLUMNS, rows)
+    write_csv(public_dir / "sample_submission.csv", NUCLEI_COLUMNS, rows)
+    write_csv(gold / "submission.csv", NUCLEI_COLUMNS, rows)
     log.info(
         "PUMA nuclei track %d: best achievable f1 on the test cases = %.6f",
         track,

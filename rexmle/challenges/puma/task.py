@@ -12,6 +12,7 @@ from rexmle.challenges.base import (
     TaskDirs,
     TaskImplementation,
 )
+from rexmle.challenges.common import case_path_items
 from rexmle.challenges.puma import fixture, metrics, prepare, submission
 from rexmle.challenges.puma.classes import Track, nuclei_classes
 from rexmle.grading.parallel import map_cases
@@ -58,11 +59,7 @@ class PumaTissueTask(_PumaTask):
         self, submission: LoadedSubmission, gold: LoadedSubmission, dirs: TaskDirs, *, workers: int
     ) -> Scores:
         """Pixel counts per case in parallel, then the pooled micro Dice."""
-        column = "predicted_mask_path"
-        items = [
-            (case_id, submission.cases[case_id].paths[column], gold.cases[case_id].paths[column])
-            for case_id in submission.ids()
-        ]
+        items = case_path_items(submission, gold, "predicted_mask_path")
         cases = map_cases(metrics.score_tissue_case, items, workers=workers)
         return Scores(metrics=metrics.aggregate_tissue(cases), cases=cases)
 
@@ -105,15 +102,9 @@ class _PumaNucleiTask(_PumaTask):
         self, submission: LoadedSubmission, gold: LoadedSubmission, dirs: TaskDirs, *, workers: int
     ) -> Scores:
         """Matching counts per case in parallel, then the PUMA macro F1."""
-        column = "predicted_nuclei_path"
         items = [
-            (
-                case_id,
-                submission.cases[case_id].paths[column],
-                gold.cases[case_id].paths[column],
-                self.classes,
-            )
-            for case_id in submission.ids()
+            (*pair, self.classes)
+            for pair in case_path_items(submission, gold, "predicted_nuclei_path")
         ]
         cases = map_cases(metrics.score_nuclei_case, items, workers=workers)
         return Scores(metrics=metrics.aggregate_nuclei(cases, self.classes), cases=cases)

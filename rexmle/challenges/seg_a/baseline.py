@@ -14,7 +14,8 @@ from pathlib import Path
 import numpy as np
 from scipy import ndimage
 
-from rexmle.challenges.seg_a.prepare import prediction_name, write_submission_csv
+from rexmle.challenges.common import write_csv
+from rexmle.challenges.seg_a.prepare import SUBMISSION_COLUMNS, prediction_name
 from rexmle.io import read_image, write_image
 
 THRESHOLDS_HU = np.arange(-100.0, 701.0, 20.0)
@@ -63,4 +64,4 @@ def solve(public_dir: Path, submission_dir: Path, *, seed: int = 0) -> None:
         relative = prediction_name(case_id)
         write_image(submission_dir / relative, mask.astype(np.uint8), like=image.geometry)
         rows.append((case_id, relative))
-    write_submission_csv(submission_dir / "submission.csv", rows)
+    write_csv(submission_dir / "submission.csv", SUBMISSION_COLUMNS, rows)

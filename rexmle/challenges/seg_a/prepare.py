@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import re
 import shutil
 from dataclasses import dataclass
@@ -10,8 +9,9 @@ from pathlib import Path
 
 import numpy as np
 
+from rexmle.challenges.common import check_image_label_grid, write_csv
 from rexmle.errors import DataError
-from rexmle.io import Geometry, ImageReadError, read_geometry, read_image, write_image
+from rexmle.io import Geometry, write_image
 from rexmle.split import Split, shuffle_split
 
 SUBMISSION_COLUMNS = ("image_id", "predicted_mask_path")
@@ -74,25 +74,9 @@ def check_case(case: RawCase) -> Geometry:
     Raises:
         DataError: a file is unreadable, not 3-D, the grids differ, or the mask values are wrong.
     """
-    try:
-        image = read_geometry(case.image)
-        mask = read_image(case.mask)
-    except ImageReadError as err:
-        msg = f"SEG.A case {case.case_id}: {err}"
-        raise DataError(msg) from err
-    grid = mask.geometry
-    if len(image.shape) != 3 or len(grid.shape) != 3 or image.channels != 1 or grid.channels != 1:
-        msg = (
-            f"SEG.A case {case.case_id}: image {image.shape} and mask {grid.shape} must both be "
-            f"3-D single-component volumes"
-        )
-        raise DataError(msg)
-    if not image.matches(grid, spacing_tol_mm=SPACING_TOLERANCE_MM):
-        msg = (
-            f"SEG.A case {case.case_id}: image grid {image.shape} @ {image.spacing_mm} mm differs "
-            f"from the mask grid {grid.shape} @ {grid.spacing_mm} mm"
-        )
-        raise DataError(msg)
+    image, mask = check_image_label_grid(
+        "SEG.A", case.case_id, case.image, case.mask, spacing_tol_mm=SPACING_TOLERANCE_MM
+    )
     values = np.unique(np.asarray(mask.array)).tolist()
     if not set(values) <= {0, 1} or 1 not in values:
         msg = (
@@ -101,15 +85,6 @@ def check_case(case: RawCase) -> Geometry:
         )
         raise DataError(msg)
     return image
-
-
-def write_submission_csv(path: Path, rows: list[tuple[str, str]]) -> None:
-    """Write ``image_id,predicted_mask_path`` rows."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(SUBMISSION_COLUMNS)
-        writer.writerows(rows)
 
 
 def prepare(raw_dir: Path, public_dir: Path, private_dir: Path, *, seed: int = 42) -> Split:
@@ -137,8 +112,8 @@ def prepare(raw_dir: Path, public_dir: Path, private_dir: Path, *, seed: int = 4
         geometry = geometries[case_id]
         write_image(public_dir / relative, np.zeros(geometry.shape, dtype=np.uint8), like=geometry)
         rows.append((case_id, relative))
-    write_submission_csv(public_dir / "sample_submission.csv", rows)
-    write_submission_csv(gold_dir / "submission.csv", rows)
+    write_csv(public_dir / "sample_submission.csv", SUBMISSION_COLUMNS, rows)
+    write_csv(gold_dir / "submission.csv", SUBMISSION_COLUMNS, rows)
     return split
 
 

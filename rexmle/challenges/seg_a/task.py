@@ -12,6 +12,7 @@ from rexmle.challenges.base import (
     TaskDirs,
     TaskImplementation,
 )
+from rexmle.challenges.common import case_path_items
 from rexmle.challenges.seg_a import fixture, metrics, prepare, submission
 from rexmle.grading.parallel import map_cases
 from rexmle.split import Split
@@ -41,14 +42,7 @@ class SegATask(TaskImplementation):
         self, submission: LoadedSubmission, gold: LoadedSubmission, dirs: TaskDirs, *, workers: int
     ) -> Scores:
         """Per-case DSC and HD in parallel, then medians."""
-        items = [
-            (
-                case_id,
-                submission.cases[case_id].paths[PATH_COLUMN],
-                gold.cases[case_id].paths[PATH_COLUMN],
-            )
-            for case_id in submission.ids()
-        ]
+        items = case_path_items(submission, gold, PATH_COLUMN)
         cases = map_cases(metrics.score_case, items, workers=workers)
         return Scores(metrics=metrics.aggregate(cases), cases=cases)
 

@@ -16,8 +16,9 @@ from pathlib import Path
 import numpy as np
 from scipy import ndimage
 
+from rexmle.challenges.common import write_csv
 from rexmle.challenges.topbrain.labels import TRACKS
-from rexmle.challenges.topbrain.prepare import image_name, prediction_name, write_submission_csv
+from rexmle.challenges.topbrain.prepare import SUBMISSION_COLUMNS, image_name, prediction_name
 from rexmle.io import read_image, write_image
 
 ATLAS_SHAPE = np.array([32, 32, 32])
@@ -83,4 +84,4 @@ def solve(public_dir: Path, submission_dir: Path, *, modality: str, seed: int = 
         relative = prediction_name(modality, pid)
         write_image(submission_dir / relative, labels, like=image.geometry)
         rows.append((pid, relative))
-    write_submission_csv(submission_dir / "submission.csv", rows)
+    write_csv(submission_dir / "submission.csv", SUBMISSION_COLUMNS, rows)

@@ -13,7 +13,6 @@ side-road labels present in at least one test GT.
 
 from __future__ import annotations
 
-import csv
 import json
 import logging
 import re
@@ -23,9 +22,10 @@ from pathlib import Path
 
 import numpy as np
 
+from rexmle.challenges.common import check_image_label_grid, write_csv
 from rexmle.challenges.topbrain.labels import TRACKS, Track, valid_neighbors
 from rexmle.errors import DataError
-from rexmle.io import ImageReadError, read_geometry, read_image, write_image
+from rexmle.io import read_geometry, write_image
 from rexmle.metrics.topology import invalid_neighbor_error
 from rexmle.split import Split, shuffle_split
 
@@ -105,23 +105,11 @@ def check_case(case: RawCase, track: Track) -> np.ndarray:
     Raises:
         DataError: unreadable file, not 3-D, grids differ, labels outside the set, or no vessel.
     """
-    where = f"TopBrain {track.modality} case {case.pid}"
-    try:
-        image = read_geometry(case.image)
-        label = read_image(case.label)
-    except ImageReadError as err:
-        msg = f"{where}: {err}"
-        raise DataError(msg) from err
-    grid = label.geometry
-    if len(image.shape) != 3 or len(grid.shape) != 3:
-        msg = f"{where}: image {image.shape} and label {grid.shape} must both be 3-D"
-        raise DataError(msg)
-    if not image.matches(grid, spacing_tol_mm=SPACING_TOLERANCE_MM):
-        msg = (
-            f"{where}: image grid {image.shape} @ {image.spacing_mm} mm differs from the label "
-            f"grid {grid.shape} @ {grid.spacing_mm} mm"
-        )
-        raise DataError(msg)
+    family = f"TopBrain {track.modality}"
+    _, label = check_image_label_grid(
+        family, case.pid, case.image, case.label, spacing_tol_mm=SPACING_TOLERANCE_MM
+    )
+    where = f"{family} case {case.pid}"
     array = np.asarray(label.array)
     values = {int(v) for v in np.unique(array)}
     outside = sorted(values - set(track.labels))
@@ -132,15 +120,6 @@ def check_case(case: RawCase, track: Track) -> np.ndarray:
         msg = f"{where}: the label map has no foreground voxel"
         raise DataError(msg)
     return array.astype(np.uint8)
-
-
-def write_submission_csv(path: Path, rows: list[tuple[str, str]]) -> None:
-    """Write ``image_id,predicted_mask_path`` rows."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(SUBMISSION_COLUMNS)
-        writer.writerows(rows)
 
 
 def prepare(
@@ -181,8 +160,8 @@ def prepare(
         geometry = read_geometry(case.image)
         write_image(public_dir / relative, np.zeros(geometry.shape, dtype=np.uint8), like=geometry)
         rows.append((pid, relative))
-    write_submission_csv(public_dir / "sample_submission.csv", rows)
-    write_submission_csv(gold_dir / "submission.csv", rows)
+    write_csv(public_dir / "sample_submission.csv", SUBMISSION_COLUMNS, rows)
+    write_csv(gold_dir / "submission.csv", SUBMISSION_COLUMNS, rows)
     expected = {
         "dice": 1.0,
         "cldice": 1.0,

@@ -12,6 +12,7 @@ from rexmle.challenges.base import (
     TaskDirs,
     TaskImplementation,
 )
+from rexmle.challenges.common import case_path_items
 from rexmle.challenges.topbrain import fixture, metrics, prepare, submission
 from rexmle.challenges.topbrain.labels import TRACKS
 from rexmle.grading.parallel import map_cases
@@ -51,15 +52,7 @@ class _TopBrainTrack(TaskImplementation):
         self, submission: LoadedSubmission, gold: LoadedSubmission, dirs: TaskDirs, *, workers: int
     ) -> Scores:
         """Per-case metrics in parallel, then means and the side-road detection F1."""
-        items = [
-            (
-                case_id,
-                submission.cases[case_id].paths[PATH_COLUMN],
-                gold.cases[case_id].paths[PATH_COLUMN],
-                self.modality,
-            )
-            for case_id in submission.ids()
-        ]
+        items = [(*pair, self.modality) for pair in case_path_items(submission, gold, PATH_COLUMN)]
         results = map_cases(metrics.score_case, items, workers=workers)
         rows = [row for row, _ in results]
         outcomes = [found for _, found in results]

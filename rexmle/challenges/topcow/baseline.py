@@ -28,6 +28,7 @@ from scipy import ndimage
 from scipy.spatial import cKDTree
 from skimage.filters import threshold_otsu
 
+from rexmle.challenges.common import write_csv
 from rexmle.challenges.topcow.prepare import ID_COLUMN, PATH_COLUMNS, prediction_name, write_json
 from rexmle.challenges.topcow.roi import Box, read_roi
 from rexmle.io import Geometry, read_image, write_image
@@ -66,14 +67,6 @@ def _centre_mm(mask: np.ndarray, spacing: np.ndarray) -> np.ndarray:
     if not mask.any():
         return np.asarray(mask.shape, dtype=float) / 2 * spacing
     return np.asarray(ndimage.center_of_mass(mask)) * spacing
-
-
-def _write_csv(submission_dir: Path, task: int, rows: list[tuple[str, str]]) -> None:
-    submission_dir.mkdir(parents=True, exist_ok=True)
-    with open(submission_dir / "submission.csv", "w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow((ID_COLUMN, PATH_COLUMNS[task]))
-        writer.writerows(rows)
 
 
 def _dice(pred: np.ndarray, truth: np.ndarray) -> float:
@@ -130,7 +123,7 @@ def solve_segmentation(public_dir: Path, submission_dir: Path, *, modality: str,
         relative = f"predictions/{prediction_name(modality, case_id, 1)}"
         write_image(submission_dir / relative, prediction, like=geometry)
         rows.append((case_id, relative))
-    _write_csv(submission_dir, 1, rows)
+    write_csv(submission_dir / "submission.csv", (ID_COLUMN, PATH_COLUMNS[1]), rows)
 
 
 def solve_box(public_dir: Path, submission_dir: Path, *, modality: str, seed: int) -> None:
@@ -159,7 +152,7 @@ def solve_box(public_dir: Path, submission_dir: Path, *, modality: str, seed: in
         relative = f"predictions/{prediction_name(modality, case_id, 2)}"
         write_json(submission_dir / relative, box.to_json())
         rows.append((case_id, relative))
-    _write_csv(submission_dir, 2, rows)
+    write_csv(submission_dir / "submission.csv", (ID_COLUMN, PATH_COLUMNS[2]), rows)
 
 
 def _vessel_features(path: Path, half_extent_mm: np.ndarray) -> np.ndarray:
@@ -200,4 +193,4 @@ def solve_edges(public_dir: Path, submission_dir: Path, *, modality: str, seed: 
         relative = f"predictions/{prediction_name(modality, case_id, 3)}"
         write_json(submission_dir / relative, train_edges[nearest])
         rows.append((case_id, relative))
-    _write_csv(submission_dir, 3, rows)
+    write_csv(submission_dir / "submission.csv", (ID_COLUMN, PATH_COLUMNS[3]), rows)

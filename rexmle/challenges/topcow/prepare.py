@@ -7,7 +7,6 @@ The three tasks of a track read the same raw cases and compute the same split (s
 
 from __future__ import annotations
 
-import csv
 import json
 import logging
 import shutil
@@ -15,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from rexmle.challenges.common import write_csv
 from rexmle.challenges.topcow.graph import LabelMapGraph, is_flipped, variant_strings
 from rexmle.challenges.topcow.labels import GROUP2_LABELS
 from rexmle.challenges.topcow.raw import EdgeLists, RawCase, check_case, discover_cases
@@ -47,15 +47,6 @@ def write_json(path: Path, payload: object) -> None:
     """Write ``payload`` as JSON (parents created)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
-
-
-def write_submission_csv(path: Path, column: str, rows: list[tuple[str, str]]) -> None:
-    """Write ``image_id,<column>`` rows."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow((ID_COLUMN, column))
-        writer.writerows(rows)
 
 
 def split_cases(cases: dict[str, RawCase], modality: str, *, seed: int) -> Split:
@@ -165,8 +156,8 @@ def prepare(
             write_json(public_dir / relative, SAMPLE_EDGES)
             write_json(gold_dir / relative, edges)
         rows.append((pid, relative))
-    write_submission_csv(public_dir / "sample_submission.csv", column, rows)
-    write_submission_csv(gold_dir / "submission.csv", column, rows)
+    write_csv(public_dir / "sample_submission.csv", (ID_COLUMN, column), rows)
+    write_csv(gold_dir / "submission.csv", (ID_COLUMN, column), rows)
     if task == 1:
         expected = expected_gold_segmentation(gold_facts)
     else:

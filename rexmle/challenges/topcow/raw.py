@@ -17,10 +17,10 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from rexmle.challenges.common import check_image_label_grid
 from rexmle.challenges.topcow.labels import ALLOWED_VALUES, REGION_EDGES
 from rexmle.challenges.topcow.roi import Box, read_roi
 from rexmle.errors import DataError
-from rexmle.io import read_geometry, read_image
 
 TOP_FOLDER = "TopCoW2024_Data_Release"
 IMAGES = "imagesTr"
@@ -139,21 +139,16 @@ def read_edge_lists(path: Path) -> EdgeLists:
 def check_case(case: RawCase) -> tuple[Box, EdgeLists]:
     """Assert the spec's per-case facts; return the parsed ROI box and edge lists.
 
-    Checks: label map size and spacing equal the image's (|Δ| ≤ 1e-4 mm); label values within
-    the CoW label set with at least one foreground voxel inside the ROI; the ROI parses; the edge
-    file holds exactly the 8 keys with values 0/1.
+    Checks: image and label map are 3-D single-component volumes of one size and spacing
+    (|Δ| ≤ 1e-4 mm); label values within the CoW label set with at least one foreground voxel
+    inside the ROI; the ROI parses; the edge file holds exactly the 8 keys with values 0/1.
 
     Raises:
-        DataError: any check fails (the message names the file).
+        DataError: any check fails (the message names the case or the file).
     """
-    image = read_geometry(case.image)
-    seg = read_image(case.seg)
-    if not image.matches(seg.geometry, spacing_tol_mm=SPACING_TOLERANCE_MM):
-        msg = (
-            f"{case.seg.name}: size {seg.geometry.shape} / spacing {seg.geometry.spacing_mm} "
-            f"differ from the image's {image.shape} / {image.spacing_mm}"
-        )
-        raise DataError(msg)
+    _, seg = check_image_label_grid(
+        "TopCoW", case.pid, case.image, case.seg, spacing_tol_mm=SPACING_TOLERANCE_MM
+    )
     labels = np.asarray(seg.array)
     values = set(np.unique(labels).tolist())
     extra = sorted(values - set(ALLOWED_VALUES))

@@ -14,6 +14,7 @@ from rexmle.challenges.base import (
     TaskDirs,
     TaskImplementation,
 )
+from rexmle.challenges.common import case_path_items
 from rexmle.challenges.spec import TaskSpec
 from rexmle.challenges.topcow import fixture, metrics, prepare, submission
 from rexmle.challenges.topcow.labels import modality_of
@@ -66,15 +67,6 @@ class _TopcowTask(TaskImplementation):
             .replace("{{TRACK}}", track)
         )
 
-    def _pairs(
-        self, submission: LoadedSubmission, gold: LoadedSubmission
-    ) -> list[tuple[str, Path, Path]]:
-        column = self.path_column
-        return [
-            (i, submission.cases[i].paths[column], gold.cases[i].paths[column])
-            for i in submission.ids()
-        ]
-
 
 class TopcowSegmentationTask(_TopcowTask):
     """Task 1: multiclass CoW segmentation, scored inside the test ROI."""
@@ -94,7 +86,7 @@ class TopcowSegmentationTask(_TopcowTask):
         """Per-case metrics in worker processes, then the nine leaderboard values."""
         items = [
             (case_id, pred, truth, dirs.private / "roi" / f"topcow_{self.modality}_{case_id}.txt")
-            for case_id, pred, truth in self._pairs(submission, gold)
+            for case_id, pred, truth in case_path_items(submission, gold, self.path_column)
         ]
         cases = map_cases(metrics.score_segmentation_case, items, workers=workers)
         return Scores(metrics=metrics.aggregate_segmentation(cases), cases=cases)
@@ -123,7 +115,7 @@ class TopcowBoxTask(_TopcowTask):
     ) -> Scores:
         """Boundary IoU and IoU per case (closed form, in-process), then means."""
         cases: list[dict[str, object]] = []
-        for case_id, pred_path, gold_path in self._pairs(submission, gold):
+        for case_id, pred_path, gold_path in case_path_items(submission, gold, self.path_column):
             pred, truth = _read_box(pred_path), _read_box(gold_path)
             cases.append({"case_id": case_id, **metrics.score_box(pred, truth)})
         return Scores(metrics=metrics.aggregate_boxes(cases), cases=cases)
@@ -150,7 +142,7 @@ class TopcowEdgesTask(_TopcowTask):
     ) -> Scores:
         """Variant strings per case, then balanced accuracies."""
         cases: list[dict[str, object]] = []
-        for case_id, pred_path, gold_path in self._pairs(submission, gold):
+        for case_id, pred_path, gold_path in case_path_items(submission, gold, self.path_column):
             pred = json.loads(pred_path.read_text(encoding="utf-8"))
             truth = json.loads(gold_path.read_text(encoding="utf-8"))
             cases.append({"case_id": case_id, **metrics.score_edges(pred, truth)})

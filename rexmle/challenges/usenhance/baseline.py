@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
+from rexmle.challenges.common import write_csv
 from rexmle.challenges.usenhance.submission import read_gray_png
 
 RADIUS = 2
@@ -48,7 +49,4 @@ def solve(public_dir: Path, submission_dir: Path) -> None:
         enhanced = np.clip(np.rint(_design(low) @ coef), 0, 255).astype(np.uint8)
         Image.fromarray(enhanced.reshape(low.shape)).save(out_dir / f"{image_id}.png")
         rows.append((image_id, f"enhanced/{image_id}.png"))
-    with open(submission_dir / "submission.csv", "w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(("image_id", "enhanced_image_path"))
-        writer.writerows(rows)
+    write_csv(submission_dir / "submission.csv", ("image_id", "enhanced_image_path"), rows)

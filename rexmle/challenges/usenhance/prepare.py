@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import csv
 import logging
 from pathlib import Path
 
 import numpy as np
 from PIL import Image
 
+from rexmle.challenges.common import write_csv
 from rexmle.errors import DataError
 from rexmle.split import Split, shuffle_split
 
@@ -70,7 +70,7 @@ def prepare(raw_dir: Path, public_dir: Path, private_dir: Path, *, seed: int = 4
     if converted:
         log.info("USenhance: converted %d non-grayscale PNG(s) to 8-bit grayscale", converted)
     test_ids = sorted(split.test)
-    _write_rows(
+    write_csv(
         public_dir / "test" / "image_sizes.csv",
         ("image_id", "height", "width"),
         [(i, str(sizes[i][0]), str(sizes[i][1])) for i in test_ids],
@@ -80,8 +80,8 @@ def prepare(raw_dir: Path, public_dir: Path, private_dir: Path, *, seed: int = 4
         height, width = sizes[image_id]
         constant = Image.fromarray(np.full((height, width), 128, np.uint8))
         constant.save(_mkparent(public_dir / "enhanced" / f"{image_id}.png"))
-    _write_rows(public_dir / "sample_submission.csv", ("image_id", "enhanced_image_path"), rows)
-    _write_rows(private_dir / "gold" / "submission.csv", ("image_id", "enhanced_image_path"), rows)
+    write_csv(public_dir / "sample_submission.csv", ("image_id", "enhanced_image_path"), rows)
+    write_csv(private_dir / "gold" / "submission.csv", ("image_id", "enhanced_image_path"), rows)
     return Split(
         train=split.train,
         test=split.test,
@@ -93,11 +93,3 @@ def prepare(raw_dir: Path, public_dir: Path, private_dir: Path, *, seed: int = 4
 def _mkparent(path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     return path
-
-
-def _write_rows(path: Path, header: tuple[str, ...], rows: list[tuple[str, ...]]) -> None:
-    _mkparent(path)
-    with open(path, "w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(header)
-        writer.writerows(rows)

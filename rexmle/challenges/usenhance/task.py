@@ -12,6 +12,7 @@ from rexmle.challenges.base import (
     TaskDirs,
     TaskImplementation,
 )
+from rexmle.challenges.common import case_path_items
 from rexmle.challenges.usenhance import fixture, metrics, prepare, submission
 from rexmle.grading.parallel import map_cases
 from rexmle.split import Split
@@ -41,10 +42,7 @@ class UsEnhanceTask(TaskImplementation):
         self, submission: LoadedSubmission, gold: LoadedSubmission, dirs: TaskDirs, *, workers: int
     ) -> Scores:
         """Per-image LNCC, SSIM and PSNR in parallel, then means."""
-        items = [
-            (i, submission.cases[i].paths[COLUMN], gold.cases[i].paths[COLUMN])
-            for i in submission.ids()
-        ]
+        items = case_path_items(submission, gold, COLUMN)
         cases = map_cases(metrics.score_case, items, workers=workers)
         return Scores(metrics=metrics.aggregate(cases), cases=cases)
 
