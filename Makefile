@@ -31,7 +31,7 @@ format: $(STAMP)
 	$(BIN)/ruff check --fix rexmle tests bench
 
 bench: $(STAMP)
-	$(BIN)/python bench/metrics.py
+	for script in bench/*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info
