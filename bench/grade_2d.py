@@ -8,6 +8,8 @@ and peak resident memory (the grading process and its largest worker). Scenarios
 * ``dentex``: 705 X-rays -> 141 test images, ~5 GT boxes and ~30 detections per test image.
 * ``neurips-cellseg``: 50 pairs -> 10 test images of 2000 x 2000 with ~1900 cells each.
 * ``--whole-slide``: 5 pairs -> 1 test image of 10 000 x 10 000 (tiled mode), ~50 000 cells.
+* ``usenhance``: 1500 pairs of 512 x 512 -> 300 test images (LNCC, SSIM, PSNR per image).
+* ``ldct-iqa``: 300 test scores (three correlations over the whole test set).
 """
 
 from __future__ import annotations
@@ -101,6 +103,60 @@ def build_cellseg(data_dir: Path, *, whole_slide: bool) -> Path:
     return submission
 
 
+def build_usenhance(data_dir: Path, rng: np.random.Generator) -> Path:
+    """Prepare 1500 pairs of 512 x 512 and submit the low-quality test images as "enhanced"."""
+    from PIL import Image
+    from scipy import ndimage
+
+    from rexmle.challenges.usenhance.fixture import ORGANS
+
+    raw = data_dir / "usenhance" / "raw"
+    for organ in ORGANS:
+        for quality in ("high_quality", "low_quality"):
+            (raw / "train_datasets" / organ / quality).mkdir(parents=True)
+        for n in range(300):
+            high = ndimage.uniform_filter(rng.integers(0, 256, (512, 512)).astype(float), 5)
+            low = ndimage.uniform_filter(high, 7) + rng.normal(0, 10, high.shape)
+            for quality, array in (("high_quality", high), ("low_quality", low)):
+                image = Image.fromarray(np.clip(array, 0, 255).astype(np.uint8))
+                image.save(raw / "train_datasets" / organ / quality / f"{n}.png", compress_level=1)
+    _mark_raw(raw)
+    dirs, _ = prepare_task("usenhance", data_dir=data_dir, mini=True)
+    submission = data_dir / "sub-usenhance"
+    shutil.copytree(dirs.gold, submission)
+    for path in (submission / "enhanced").glob("*.png"):
+        shutil.copyfile(dirs.public / "test" / "low_quality" / path.name, path)
+    return submission
+
+
+def build_ldct(data_dir: Path, rng: np.random.Generator) -> Path:
+    """Prepare 10 train / 300 test slices and submit noisy scores."""
+    raw = data_dir / "ldct-iqa" / "raw"
+    for folder, images, suffix, count in (
+        ("LDCTIQAG2023_train", "image", ".tif", 10),
+        ("LDCTIQAC_test", "images", ".tiff", 300),
+    ):
+        (raw / folder / images).mkdir(parents=True)
+        scores = {}
+        for n in range(count):
+            name = f"{n:04d}{suffix}"
+            tifffile.imwrite(raw / folder / images / name, rng.normal(size=(64, 64)).astype("f4"))
+            scores[name] = round(float(rng.uniform(0, 4)), 1)
+        label_file = "train.json" if count == 10 else "test.json"
+        (raw / folder / label_file).write_text(json.dumps(scores), encoding="utf-8")
+    _mark_raw(raw)
+    dirs, _ = prepare_task("ldct-iqa", data_dir=data_dir, mini=True)
+    submission = data_dir / "sub-ldct"
+    submission.mkdir()
+    lines = (dirs.gold / "submission.csv").read_text(encoding="utf-8").splitlines()
+    noisy = [lines[0]] + [
+        f"{row.split(',')[0]},{float(row.split(',')[1]) + rng.normal(0, 1):.4f}"
+        for row in lines[1:]
+    ]
+    (submission / "submission.csv").write_text("\n".join(noisy) + "\n", encoding="utf-8")
+    return submission
+
+
 def grade_in_child(task: str, data_dir: Path, submission: Path, workers: int) -> dict:
     """Grade in a fresh interpreter; returns its timing and peak-memory report."""
     out = subprocess.run(
@@ -121,7 +177,12 @@ def child(task: str, data_dir: str, submission: str, workers: str) -> None:
     seconds = time.perf_counter() - start
     own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
     kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 2**20
-    headline = {"dentex": "ap_mean", "neurips-cellseg": "f1_0.5"}[task]
+    headline = {
+        "dentex": "ap_mean",
+        "neurips-cellseg": "f1_0.5",
+        "usenhance": "lncc",
+        "ldct-iqa": "score",
+    }[task]
     print(
         json.dumps(
             {
@@ -142,7 +203,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--whole-slide", action="store_true")
-    parser.add_argument("--only", choices=("dentex", "neurips-cellseg"))
+    parser.add_argument("--only", choices=("dentex", "neurips-cellseg", "usenhance", "ldct-iqa"))
     args = parser.parse_args()
     print(
         f"machine: {platform.machine()} {platform.processor()} python {platform.python_version()}"
@@ -163,6 +224,13 @@ def main() -> None:
             submission = build_cellseg(data_dir, whole_slide=args.whole_slide)
             scenarios.append((label, "neurips-cellseg", submission))
             print(f"  (cellseg raw + prepare: {time.perf_counter() - started:.1f} s)")
+        builders = (("usenhance", "usenhance 300 images", build_usenhance),
+                    ("ldct-iqa", "ldct-iqa 300 scores", build_ldct))  # fmt: skip
+        for task, label, build in builders:
+            if args.only in (None, task):
+                started = time.perf_counter()
+                scenarios.append((label, task, build(data_dir, rng)))
+                print(f"  ({task} raw + prepare: {time.perf_counter() - started:.1f} s)")
         for label, task, submission in scenarios:
             for name, folder in (
                 ("gold", data_dir / task / "private" / "gold"),
@@ -173,7 +241,11 @@ def main() -> None:
                     f"{label:<30} {name:<10} {result['seconds']:7.2f} s  peak RSS main "
                     f"{result['peak_rss_gib_main']:.2f} GiB, worker {result['peak_rss_gib_worker']:.2f} "
                     f"GiB  valid={result['valid']}  cases={result['n_cases']}  "
-                    + " ".join(f"{k}={v}" for k, v in result.items() if k in ("ap_mean", "f1_0.5"))
+                    + " ".join(
+                        f"{k}={v}"
+                        for k, v in result.items()
+                        if k in ("ap_mean", "f1_0.5", "lncc", "score")
+                    )
                 )
 
 

@@ -92,3 +92,17 @@ def test_unreadable_missing_and_unknown_files_raise_with_the_name(tmp_path) -> N
     (tmp_path / "x.xyz").write_bytes(b"")
     with pytest.raises(ImageReadError, match="unknown image format"):
         read_image(tmp_path / "x.xyz")
+
+
+def test_simpleitk_reader_drops_trailing_singleton_axes_but_keeps_nan(tmp_path) -> None:
+    import nibabel as nib
+
+    volume = np.zeros((4, 5, 6, 1), np.float32)
+    volume[1, 2, 3, 0] = np.nan
+    nib.save(nib.Nifti1Image(volume, np.diag([0.5, 0.5, 2.0, 1.0])), str(tmp_path / "v.nii.gz"))
+    assert read_image(tmp_path / "v.nii.gz").array.shape == (4, 5, 6, 1)
+    image = read_image(tmp_path / "v.nii.gz", reader="simpleitk")
+    assert image.array.shape == image.geometry.shape == (4, 5, 6)
+    assert image.geometry.shape == sitk.ReadImage(str(tmp_path / "v.nii.gz")).GetSize()
+    np.testing.assert_allclose(image.spacing_mm, (0.5, 0.5, 2.0))
+    assert np.isnan(image.array[1, 2, 3])

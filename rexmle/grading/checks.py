@@ -9,6 +9,7 @@ import numpy as np
 import numpy.typing as npt
 
 from rexmle.io import Image, ImageReadError, read_image
+from rexmle.io.images import Reader
 
 
 class SubmissionWarning(str):
@@ -17,13 +18,19 @@ class SubmissionWarning(str):
     __slots__ = ()
 
 
-def read_submitted_image(path: Path, *, suffixes: Iterable[str]) -> tuple[Image | None, str | None]:
-    """Read a submitted image whose name must end in one of ``suffixes``; (image, problem)."""
+def read_submitted_image(
+    path: Path, *, suffixes: Iterable[str], reader: Reader = "auto"
+) -> tuple[Image | None, str | None]:
+    """Read a submitted image whose name must end in one of ``suffixes``; (image, problem).
+
+    ``reader`` as in :func:`rexmle.io.read_image` (``"simpleitk"`` where the official evaluation
+    reads predictions with SimpleITK).
+    """
     allowed = tuple(suffixes)
     if not path.name.lower().endswith(allowed):
         return None, f"{path.name}: file type not accepted; use one of {', '.join(allowed)}"
     try:
-        return read_image(path), None
+        return read_image(path, reader=reader), None
     except ImageReadError as err:
         return None, f"unreadable file: {err}"
 

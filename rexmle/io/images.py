@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -19,6 +20,7 @@ _NIFTI = (".nii", ".nii.gz")
 _ITK = (".mha", ".mhd", ".nrrd")
 _TIFF = (".tif", ".tiff")
 _PILLOW = (".png", ".jpg", ".jpeg", ".bmp")
+Reader = Literal["auto", "simpleitk"]
 # NIfTI world is RAS, ITK world is LPS: flip the first two world axes.
 _RAS_TO_LPS = np.diag([-1.0, -1.0, 1.0])
 
@@ -157,8 +159,13 @@ def read_geometry(path: Path) -> Geometry:
     return read_image(path).geometry
 
 
-def read_image(path: Path) -> Image:
+def read_image(path: Path, *, reader: Reader = "auto") -> Image:
     """Read an image with its geometry (axis order: see :mod:`rexmle.io`).
+
+    ``reader="simpleitk"`` gives NIfTI files the dimensionality SimpleITK gives them, for challenges
+    whose official evaluation reads with SimpleITK: trailing singleton axes beyond the third are
+    dropped (an (x, y, z, 1) file is 3-D there, 4-D in nibabel). The voxels still come from nibabel,
+    which keeps NaN values (SimpleITK's NIfTI reader turns them into 0, hiding invalid input).
 
     Raises:
         ImageReadError: the file is missing, unreadable or of an unknown format.
@@ -170,7 +177,8 @@ def read_image(path: Path) -> Image:
         raise ImageReadError(msg)
     try:
         if suffix in _NIFTI:
-            return _read_nifti(path)
+            image = _read_nifti(path)
+            return image if reader == "auto" else _drop_trailing_singletons(image)
         if suffix in _ITK:
             return _read_itk(path)
         if suffix in _TIFF:
@@ -193,6 +201,27 @@ def _read_nifti(path: Path) -> Image:
     img = nib.load(str(path))
     array = np.asanyarray(img.dataobj)
     return Image(array=array, geometry=_nifti_geometry(img))
+
+
+def _drop_trailing_singletons(image: Image) -> Image:
+    array, geometry = image.array, image.geometry
+    ndim = array.ndim
+    while ndim > 3 and array.shape[ndim - 1] == 1:
+        ndim -= 1
+    if ndim == array.ndim:
+        return image
+    array = array.reshape(array.shape[:ndim])
+    return Image(
+        array=array,
+        geometry=Geometry(
+            shape=tuple(int(n) for n in array.shape),
+            spacing_mm=geometry.spacing_mm[:ndim],
+            origin_mm=geometry.origin_mm[:ndim],
+            direction=geometry.direction,
+            channels=geometry.channels,
+            dtype=geometry.dtype,
+        ),
+    )
 
 
 def _read_itk(path: Path) -> Image:

@@ -350,6 +350,25 @@ def test_nan_top_level_object_and_broken_json_are_invalid(prepared: Path, tmp_pa
     assert any(stems[3] in r and "not UTF-8" in r for r in reasons), reasons
 
 
+def test_integers_beyond_the_float_range_are_invalid_not_a_crash(
+    prepared: Path, tmp_path: Path
+) -> None:
+    folder = _copy_gold(prepared, tmp_path / "sub")
+    stems = sorted(_gold_detections(folder))
+    first, second = (folder / "predictions" / f"{s}.json" for s in stems[:2])
+    huge = "1" + "0" * 400
+    detections = json.loads(first.read_text(encoding="utf-8"))
+    text = json.dumps(detections[:1]).replace('"score": 1.0', f'"score": {huge}')
+    first.write_text(text, encoding="utf-8")
+    detections = json.loads(second.read_text(encoding="utf-8"))
+    bbox = detections[0]["bbox"]
+    text = json.dumps(detections[:1]).replace(json.dumps(bbox), f"[1, 2, {huge}, 4]")
+    second.write_text(text, encoding="utf-8")
+    reasons = _invalid(prepared, folder)
+    assert any(stems[0] in r and "score" in r for r in reasons), reasons
+    assert any(stems[1] in r and "non-finite" in r for r in reasons), reasons
+
+
 def test_too_many_detections_are_invalid(prepared: Path, tmp_path: Path) -> None:
     folder, case_id = _mutated(prepared, tmp_path, lambda d: d.extend([d[0]] * 10_000))
     reasons = _invalid(prepared, folder)

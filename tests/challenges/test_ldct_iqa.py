@@ -81,7 +81,7 @@ def test_swapped_pair_matches_a_hand_computation(dirs, tmp_path) -> None:
     assert m["score"] == pytest.approx(m["plcc"] + m["srocc"] + m["krocc"])
 
 
-@pytest.mark.parametrize("bad", ["nan", "inf", "", "good", "1,5"])
+@pytest.mark.parametrize("bad", ["nan", "inf", "", "good", "1,5", "1_5", " 2.0", "0x1", "1e999"])
 def test_non_finite_or_non_numeric_scores_are_invalid(dirs, tmp_path, bad) -> None:
     rows = [(i, "1.0") for i in REFERENCE]
     rows[2] = ("0002", bad)

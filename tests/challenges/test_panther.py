@@ -273,6 +273,23 @@ def test_nifti_masks_are_accepted(task, tmp_path) -> None:
     assert report.valid and report.metrics["dsc"] == 1.0
 
 
+def test_nifti_with_a_trailing_singleton_axis_is_3d_as_in_simpleitk(task, tmp_path) -> None:
+    import nibabel as nib
+
+    task_id, dirs, test_ids = task
+    folder = _copy_gold(dirs, tmp_path / "nii4")
+    gold = read_image(_mask(folder, test_ids[0]))
+    write_image(folder / "p.nii.gz", np.asarray(gold.array), like=gold.geometry)
+    # the same voxels with an (x, y, z, 1) header: SimpleITK (the official reader) sees 3-D
+    three_d = nib.load(str(folder / "p.nii.gz"))
+    four_d = np.asarray(three_d.dataobj)[..., np.newaxis]
+    nib.save(nib.Nifti1Image(four_d, three_d.affine, three_d.header), str(folder / "p.nii.gz"))
+    _write_csv(folder, [(test_ids[0], "p.nii.gz"), (test_ids[1], f"predictions/{test_ids[1]}.mha")])
+    report = _grade(task_id, dirs, folder)
+    assert report.valid, report.reasons
+    assert report.metrics["dsc"] == 1.0
+
+
 def test_prepare_rejects_a_test_case_without_tumour(tmp_path) -> None:
     raw = tmp_path / "raw"
     fixture.make_fixture(raw, seed=0)

@@ -40,6 +40,14 @@ def _reject_constant(token: str) -> float:
     raise ValueError(msg)
 
 
+def _is_finite(value: float) -> bool:
+    """``math.isfinite`` that also answers False for integers beyond the float range."""
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
+
+
 def read_detections(path: Path) -> tuple[list[Any] | None, str | None]:
     """Parse a prediction file; (detections, None) or (None, problem)."""
     try:
@@ -75,7 +83,7 @@ def check_detection(
     bbox = detection["bbox"]
     if not isinstance(bbox, list) or len(bbox) != 4 or not all(_is_number(v) for v in bbox):
         reasons.append(f"{where}: bbox {bbox!r} must be an array of 4 JSON numbers [x, y, w, h]")
-    elif not all(math.isfinite(v) for v in bbox):
+    elif not all(_is_finite(v) for v in bbox):
         reasons.append(f"{where}: bbox {bbox!r} holds a non-finite number")
     elif bbox[2] <= 0 or bbox[3] <= 0:
         reasons.append(
@@ -93,7 +101,7 @@ def check_detection(
                 f"training JSON)"
             )
     score = detection["score"]
-    if not _is_number(score) or not math.isfinite(score) or not 0.0 <= score <= 1.0:
+    if not _is_number(score) or not _is_finite(score) or not 0.0 <= score <= 1.0:
         reasons.append(f"{where}: score {score!r} must be a finite number in [0, 1]")
     if "image_id" in detection and detection["image_id"] != case_id:
         reasons.append(

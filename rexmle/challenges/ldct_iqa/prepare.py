@@ -16,7 +16,8 @@ from rexmle.split import Split
 COLUMNS = ("image_id", "quality_score")
 
 
-def _read_scores(path: Path) -> dict[str, float]:
+def _read_scores(path: Path) -> dict[str, int | float]:
+    """File name -> score as written in the JSON (an int stays an int)."""
     if not path.is_file():
         msg = f"LDCT-IQA: score file {path} is missing"
         raise DataError(msg)
@@ -33,7 +34,7 @@ def _read_scores(path: Path) -> dict[str, float]:
         if isinstance(value, bool) or not isinstance(value, int | float) or not np.isfinite(value):
             msg = f"LDCT-IQA: {path.name}: score of {name!r} is not a finite number: {value!r}"
             raise DataError(msg)
-        scores[name] = float(value)
+        scores[name] = value
     return scores
 
 
@@ -89,7 +90,7 @@ def prepare(raw_dir: Path, public_dir: Path, private_dir: Path) -> Split:
     write_csv(
         public_dir / "train_labels.csv",
         COLUMNS,
-        [(stem, repr(train_scores[f"{stem}.tif"])) for stem in sorted(train)],
+        [(stem, json.dumps(train_scores[f"{stem}.tif"])) for stem in sorted(train)],
     )
     write_csv(
         public_dir / "sample_submission.csv", COLUMNS, [(stem, "0.0") for stem in sorted(test)]
@@ -97,7 +98,7 @@ def prepare(raw_dir: Path, public_dir: Path, private_dir: Path) -> Split:
     write_csv(
         private_dir / "gold" / "submission.csv",
         COLUMNS,
-        [(stem, repr(test_scores[f"{stem}.tiff"])) for stem in sorted(test)],
+        [(stem, json.dumps(test_scores[f"{stem}.tiff"])) for stem in sorted(test)],
     )
     return Split(
         train=sorted(train),

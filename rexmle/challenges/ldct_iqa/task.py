@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 from typing import ClassVar
 
@@ -16,13 +17,19 @@ from rexmle.challenges.base import (
 from rexmle.challenges.ldct_iqa import fixture, metrics, prepare
 from rexmle.split import Split
 
+_DECIMAL = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
+
 
 def parse_score(text: str) -> float | None:
-    """The cell as a finite float, or None (empty, text, nan, inf)."""
-    try:
-        value = float(text)
-    except ValueError:
+    """The cell as a finite float, or None.
+
+    Accepted: a plain decimal number, optionally signed, optionally in exponent notation
+    (``2``, ``-0.5``, ``.5``, ``3.1e-2``). Rejected: empty cells, spaces, text, ``nan``, ``inf``,
+    digit separators (``1_5``, ``1,5``) and values beyond the float range.
+    """
+    if not _DECIMAL.match(text):
         return None
+    value = float(text)
     return value if math.isfinite(value) else None
 
 

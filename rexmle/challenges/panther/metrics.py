@@ -85,10 +85,10 @@ def score_arrays(
 def score_case(case: tuple[str, Path, Path]) -> dict[str, object]:
     """Metrics of one case; ``case`` = (case id, prediction path, gold path)."""
     case_id, pred_path, gold_path = case
-    gold = read_image(gold_path)
+    gold = read_image(gold_path, reader="simpleitk")
     # C order whatever the file format (NIfTI arrives in Fortran order)
     truth = np.ascontiguousarray(np.asarray(gold.array) == 1)
-    pred = np.ascontiguousarray(np.asarray(read_image(pred_path).array) == 1)
+    pred = np.ascontiguousarray(np.asarray(read_image(pred_path, reader="simpleitk").array) == 1)
     s_x, s_y, s_z = (float(s) for s in gold.spacing_mm)
     return {"case_id": case_id, **score_arrays(pred, truth, (s_x, s_y, s_z))}
 

@@ -20,7 +20,7 @@ def check_mask_file(case_id: str, path: Path, public_dir: Path) -> list[str]:
     of the test image within 1e-4 mm per axis (the official evaluator rejects a mismatch); values
     exactly 0/1.
     """
-    image, problem = read_submitted_image(path, suffixes=MASK_SUFFIXES)
+    image, problem = read_submitted_image(path, suffixes=MASK_SUFFIXES, reader="simpleitk")
     if image is None:
         return [str(problem)]
     array = np.asarray(image.array)

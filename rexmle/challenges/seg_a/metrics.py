@@ -34,10 +34,10 @@ EXTRA_KEYS = ("dsc_mean", "dsc_std", "hd_mean", "hd_std")
 def score_case(case: tuple[str, Path, Path]) -> dict[str, object]:
     """Metrics of one case; ``case`` = (case id, prediction path, gold path)."""
     case_id, pred_path, gold_path = case
-    gold = read_image(gold_path)
+    gold = read_image(gold_path, reader="simpleitk")
     # C order whatever the file format (NIfTI arrives in Fortran order)
     truth = np.ascontiguousarray(np.asarray(gold.array) == 1)
-    pred = np.ascontiguousarray(np.asarray(read_image(pred_path).array) == 1)
+    pred = np.ascontiguousarray(np.asarray(read_image(pred_path, reader="simpleitk").array) == 1)
     spacing = tuple(float(s) for s in gold.spacing_mm)
     return {
         "case_id": case_id,

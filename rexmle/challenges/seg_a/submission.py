@@ -25,7 +25,7 @@ def check_mask_file(case_id: str, path: Path, public_dir: Path) -> list[str]:
     values exactly 0/1. A spacing that differs from the test image's by more than 1e-3 mm is a
     warning only (the GT geometry is used for distances).
     """
-    image, problem = read_submitted_image(path, suffixes=MASK_SUFFIXES)
+    image, problem = read_submitted_image(path, suffixes=MASK_SUFFIXES, reader="simpleitk")
     if image is None:
         return [str(problem)]
     array = np.asarray(image.array)

@@ -84,10 +84,10 @@ def score_case(
 ) -> tuple[dict[str, object], dict[int, DetectionOutcome]]:
     """Metrics of one case; ``case`` = (case id, prediction path, gold path, modality)."""
     case_id, pred_path, gold_path, modality = case
-    gold = read_image(gold_path)
+    gold = read_image(gold_path, reader="simpleitk")
     # C order: NIfTI arrays arrive in Fortran order, which makes every per-label pass ~3x slower
     truth = np.ascontiguousarray(gold.array, dtype=np.uint8)
-    pred = np.ascontiguousarray(read_image(pred_path).array, dtype=np.uint8)
+    pred = np.ascontiguousarray(read_image(pred_path, reader="simpleitk").array, dtype=np.uint8)
     spacing = tuple(float(s) for s in gold.spacing_mm)
     values, outcomes = score_arrays(pred, truth, spacing, modality)
     row: dict[str, object] = {"case_id": case_id, **values}

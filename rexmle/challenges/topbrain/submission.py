@@ -27,7 +27,7 @@ def check_label_file(case_id: str, path: Path, public_dir: Path, track: Track) -
     image; values exactly within 0..40 (CTA) or 0..42 (MRA). A spacing differing from the test
     image's by more than 1e-3 mm is a warning only: the GT geometry is used, as officially.
     """
-    image, problem = read_submitted_image(path, suffixes=MASK_SUFFIXES)
+    image, problem = read_submitted_image(path, suffixes=MASK_SUFFIXES, reader="simpleitk")
     if image is None:
         return [str(problem)]
     array = np.asarray(image.array)

@@ -143,12 +143,12 @@ def score_segmentation_case(item: tuple[str, Path, Path, Path]) -> dict[str, obj
     copied onto it); both maps are cropped to the ROI clipped to the volume and cast to uint8.
     """
     case_id, pred_path, gold_path, roi_path = item
-    gold = read_image(gold_path)
+    gold = read_image(gold_path, reader="simpleitk")
     window = read_roi(roi_path).crop(gold.geometry.shape)
     spacing = gold.geometry.spacing_mm[:3]
     truth = np.asarray(gold.array)[window].astype(np.uint8)
     del gold
-    pred = np.asarray(read_image(pred_path).array)[window].astype(np.uint8)
+    pred = np.asarray(read_image(pred_path, reader="simpleitk").array)[window].astype(np.uint8)
     return {"case_id": case_id, **score_segmentation(pred, truth, spacing_mm=spacing)}
 
 

@@ -33,7 +33,7 @@ def public_test_image(public_dir: Path, modality: str, case_id: str) -> Path:
 
 def check_mask_file(case_id: str, path: Path, public_dir: Path, modality: str) -> list[str]:
     """Reasons why ``path`` is not a valid Task-1 label map for test case ``case_id`` (+ warnings)."""
-    image, problem = read_submitted_image(path, suffixes=MASK_SUFFIXES)
+    image, problem = read_submitted_image(path, suffixes=MASK_SUFFIXES, reader="simpleitk")
     if image is None:
         return [str(problem)]
     array = image.array
