@@ -7,6 +7,12 @@ with an identity transform does it. A centre exactly on an edge is decided by a 
 inside on a left or upper edge, outside on a right or lower edge, so two polygons sharing an edge
 never both cover a pixel there.
 
+Differs: GDAL (behind rasterio) breaks exact centre-on-edge ties the other way round (a centre on
+a left edge is outside, on a right edge inside, and horizontal edges on a centre line are filled
+depending on the ring's direction). Polygons with float vertices almost never hit such ties;
+outlines with integer vertices do along diagonal edges (a few percent of their boundary pixels).
+The official ground-truth rasterisation is not public, so neither rule can be confirmed.
+
 The scanline is vectorised with numpy: every edge is crossed with the rows whose centre line it
 spans (half-open in y), and a crossing at x toggles every pixel whose centre lies at or right of
 x. Cost grows with the polygon's height and vertex count, not with its area times its vertex
