@@ -302,6 +302,9 @@ def surface_distances(
         scaled by `spacing_mm`, to the nearest surface voxel of the other mask.
     Units: mm.
     Empty: both masks must be non-empty (the metrics built on this apply their own policies).
+    Differs: for dense surfaces the distances come from the `edt` package, which computes in
+        float32: values can differ from scipy's float64 distance transform by about 1e-7 mm
+        (sparse surfaces use an exact float64 nearest-neighbour search).
 
     Args:
         pred: predicted mask, 2-D or 3-D.
