@@ -398,6 +398,19 @@ def test_edge_files_need_the_exact_keys_and_json(prepared, tmp_path) -> None:
     shutil.copy(yml / "antpos_edges_labelsTr" / "topcow_ct_002.yml", _edges_path(folder, "002"))
     (reason,) = _invalid_reasons(EDG, dirs, folder)
     assert "'002'" in reason and "not valid JSON" in reason
+    # JSON content under a .yml name is refused too: one format, named as such
+    _edges_path(folder, "002").write_text(json.dumps(json.loads(
+        (dirs.gold / _edges_path(folder, "002").relative_to(folder)).read_text()
+    )))  # fmt: skip
+    renamed = _edges_path(folder, "002").rename(_edges_path(folder, "002").with_suffix(".yml"))
+    text = (
+        (folder / "submission.csv")
+        .read_text()
+        .replace(_edges_path(folder, "002").name, renamed.name)
+    )
+    (folder / "submission.csv").write_text(text)
+    (reason,) = _invalid_reasons(EDG, dirs, folder)
+    assert "'002'" in reason and "write a .json file" in reason
 
 
 # ---- raw data checks -------------------------------------------------------------------------

@@ -83,6 +83,11 @@ def _distinct_values(array: np.ndarray) -> np.ndarray:
 
 
 def _read_json(path: Path) -> tuple[object, str | None]:
+    if path.suffix.lower() != ".json":
+        return None, (
+            f"{path.name}: write a .json file (the official .txt boxes and .yml edge lists are "
+            f"not accepted; one format)"
+        )
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
