@@ -49,6 +49,41 @@ def test_agent_searching_for_gold_finds_nothing(run_agent, own_isles22):
     assert record.status == "completed"  # the run itself is normal
 
 
+def test_no_capabilities_so_hidden_folders_cannot_be_unmounted(run_agent, own_isles22):
+    data_root = own_isles22.root.parent
+    command = (
+        "grep CapEff /proc/self/status; "
+        f"umount -l {data_root} && echo unmounted; "
+        f"mount -t tmpfs none {data_root} && echo mounted; "
+        f"ls {data_root}/isles22/private/gold 2>&1 | head -3; "
+        f"{COPY_SAMPLE}"
+    )
+    record, folder = run_agent(command, dirs=own_isles22, sandbox=BwrapSandbox())
+    stdout = (folder / "agent.stdout.log").read_text()
+    assert "CapEff:\t0000000000000000" in stdout
+    assert "unmounted" not in stdout and "mounted" not in stdout
+    assert "submission.csv" not in stdout and ".nii.gz" not in stdout
+    assert record.status == "completed"
+
+
+def test_other_data_roots_on_the_machine_do_not_exist_inside(run_agent, own_isles22):
+    # a second prepared copy beside the checkout (e.g. a demo folder) is not on the hidden list
+    other = Path(rexmle.__file__).resolve().parent.parent / f"other-data-{uuid.uuid4().hex}"
+    (other / "isles22" / "private" / "gold").mkdir(parents=True)
+    (other / "isles22" / "private" / "gold" / "answers.txt").write_text("the answers\n")
+    try:
+        command = f"cat {other}/isles22/private/gold/answers.txt; ls {other.parent}; {COPY_SAMPLE}"
+        record, folder = run_agent(command, dirs=own_isles22, sandbox=BwrapSandbox())
+    finally:
+        import shutil
+
+        shutil.rmtree(other)
+    stdout = (folder / "agent.stdout.log").read_text()
+    assert "the answers" not in stdout
+    assert other.name not in stdout
+    assert record.status == "completed"
+
+
 def test_only_the_workspace_is_writable(run_agent, isles22_dirs, tmp_path):
     outside = Path(rexmle.__file__).resolve().parent.parent / f"outside-{uuid.uuid4().hex}.txt"
     beside = tmp_path / "beside.txt"  # under /tmp: the sandbox's /tmp is its own tmpfs

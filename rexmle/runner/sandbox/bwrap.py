@@ -2,15 +2,19 @@
 
 Mounts, in this order (later mounts cover earlier ones):
 
-1. ``/`` read-only; a fresh ``/dev`` (plus the NVIDIA device nodes when present), ``/proc``, and
-   a private tmpfs on ``/tmp``;
+1. only the system folders read-only (``/usr``, ``/etc``, ``/opt`` and the ``/bin``, ``/lib*``,
+   ``/sbin`` links or folders), never ``/`` as a whole: other data roots, checkouts, shared disks
+   and home folders elsewhere on the machine do not exist inside; a fresh ``/dev`` (plus the
+   NVIDIA device nodes when present), ``/proc``, and private tmpfs on ``/tmp`` and ``/var/tmp``;
 2. tmpfs over the home folders (``$HOME``, ``/root``, ``/home``);
-3. the Python installation, the virtual environment and the ``rexmle`` package read-only again
-   (they may live under a hidden home), so ``python -m rexmle.agents.baseline`` works;
+3. the Python installation, the virtual environment and the ``rexmle`` package folder itself
+   read-only (they may live under a hidden home), so ``python -m rexmle.agents.baseline`` works;
 4. tmpfs over the hidden folders of the request: the data root and the runs root;
 5. the workspace (and the validation server's socket folder) read-write at their own paths,
    with the workspace's ``data/`` re-bound read-only.
 
+Every capability is dropped (``--cap-drop ALL``): even when the harness runs as root, the agent
+cannot unmount the tmpfs that hides a folder, mount anything or remount ``data/`` writable.
 PID, IPC and UTS namespaces are private; the network namespace too when the agent has no
 network (a relay in the shim then keeps the validation URL working). The sandbox dies with the
 harness (``--die-with-parent``); the time limit is enforced as in the local sandbox.
@@ -64,9 +68,28 @@ def bwrap_problem() -> str | None:
     return None
 
 
+SYSTEM_FOLDERS = ("usr", "etc", "opt", "bin", "sbin", "lib", "lib32", "lib64", "libx32")
+
+
+def system_mounts() -> list[str]:
+    """bwrap arguments that make the system folders (or their links) appear read-only."""
+    argv: list[str] = []
+    for name in SYSTEM_FOLDERS:
+        path = Path("/") / name
+        if path.is_symlink():
+            argv += ["--symlink", str(path.readlink()), str(path)]
+        elif path.is_dir():
+            argv += ["--ro-bind", str(path), str(path)]
+    return argv
+
+
 def readable_roots() -> list[Path]:
-    """Folders an agent must be able to read: the interpreter, the venv, the rexmle package."""
-    package_root = Path(rexmle.__file__).resolve().parent.parent
+    """Folders an agent must be able to read: the interpreter, the venv, the rexmle package.
+
+    The package folder itself (``.../rexmle``), never its parent: in an editable install the
+    parent is the checkout, which may hold prepared data (e.g. a demo folder).
+    """
+    package_root = Path(rexmle.__file__).resolve().parent
     roots = {
         Path(sys.prefix),
         Path(sys.base_prefix),
@@ -94,10 +117,13 @@ def bwrap_argv(request: SandboxRequest) -> list[str]:
         "--unshare-ipc",
         "--unshare-uts",
         "--unshare-cgroup-try",
+        "--cap-drop",
+        "ALL",
     ]
     if not request.network:
         argv.append("--unshare-net")
-    argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    argv += system_mounts()
+    argv += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--tmpfs", "/var/tmp"]
     for device in sorted(glob.glob("/dev/nvidia*")) + sorted(glob.glob("/dev/dri")):
         argv += ["--dev-bind-try", device, device]
     for home in home_folders():
@@ -114,7 +140,8 @@ def bwrap_argv(request: SandboxRequest) -> list[str]:
         argv += ["--ro-bind", str(data), str(data)]
     for folder in request.shared_writable:
         argv += ["--bind", str(folder), str(folder)]
-    argv += ["--chdir", workspace, "--"]
+    # the sandbox's own root (where bwrap created the mount points) becomes read-only too
+    argv += ["--remount-ro", "/", "--chdir", workspace, "--"]
     return argv
 
 
