@@ -16,6 +16,7 @@ from rexmle.errors import RexmleError
 
 app = typer.Typer(
     help="ReX-MLE: benchmark autonomous ML agents on real medical-imaging challenges.",
+    pretty_exceptions_enable=False,
     no_args_is_help=True,
     add_completion=False,
 )
@@ -241,7 +242,8 @@ def grade(
     for warning in report.warnings:
         err.print(f"[yellow]warning:[/] {warning}", highlight=False)
     if not report.valid:
-        err.print(f"[bold red]submission is invalid ({len(report.reasons)} problems):[/]")
+        n = len(report.reasons)
+        err.print(f"[bold red]submission is invalid ({n} problem{'s' if n != 1 else ''}):[/]")
         for reason in report.reasons:
             err.print(f"  - {reason}", highlight=False)
         raise typer.Exit(1)
@@ -345,11 +347,17 @@ _register_runner_commands()
 
 
 def main() -> None:
-    """Entry point that maps unexpected errors to exit code 2."""
+    """Entry point: usage errors and harness failures exit 2, never 1 (1 = invalid submission).
+
+    Typer already exits 2 on usage errors; exceptions escaping a command are harness errors.
+    """
     try:
         app()
     except RexmleError as error:
-        err.print(f"[bold red]error:[/] {error}")
+        err.print(f"[bold red]error:[/] {error}", highlight=False)
+        sys.exit(2)
+    except Exception as error:  # a harness bug must not look like an invalid submission
+        err.print(f"[bold red]internal error:[/] {type(error).__name__}: {error}", highlight=False)
         sys.exit(2)
 
 

@@ -10,7 +10,8 @@ Rule (spec/challenges/README.md §3, identical for all tasks):
 4. Medals: the N rows ranked among themselves the same way give N mean positions, sorted
    ascending: gold = 1st, silver = 2nd, bronze = 3rd, above-median = value at 0-based index N // 2.
    gold if mean_position ≤ gold; else silver if ≤ silver; else bronze if ≤ bronze.
-5. A missing or invalid submission gets percentile 0, no positions and no medals.
+5. A missing or invalid submission gets percentile 0, no positions, no medals and mean position
+   N + 1 (as if last on every metric, which is what percentile 0 means).
 """
 
 from __future__ import annotations
@@ -46,7 +47,8 @@ class Ranking(BaseModel):
 
     n_rows: int
     positions: dict[str, float]
-    mean_position: float | None
+    mean_position: float
+    """Mean of the positions; for an invalid submission N + 1 (last on every metric)."""
     percentile: float
     medal: Medal | None
     above_median: bool
@@ -120,7 +122,7 @@ class Leaderboard:
             return Ranking(
                 n_rows=self.n_rows,
                 positions={},
-                mean_position=None,
+                mean_position=float(self.n_rows + 1),
                 percentile=0.0,
                 medal=None,
                 above_median=False,

@@ -93,6 +93,8 @@ def test_best_everywhere_is_percentile_one_and_last_everywhere_is_zero() -> None
 def test_invalid_submission_gets_percentile_zero_and_no_medal() -> None:
     r = load_leaderboard("isles22").rank(None)
     assert (r.percentile, r.medal, r.positions, r.any_medal) == (0.0, None, {}, False)
+    # last on every metric of a 10-row board: mean position 11 -> percentile 1 - 10/10 = 0
+    assert r.mean_position == 11.0
 
 
 def test_missing_or_non_finite_metric_is_refused() -> None:

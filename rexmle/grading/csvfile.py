@@ -17,11 +17,17 @@ def read_csv_rows(path: Path) -> tuple[list[str], list[dict[str, str]]]:
             rows, repeats a column, or has rows with a different number of cells than the header.
     """
     name = path.name
-    if not path.is_file():
+    if not path.exists():
         msg = f"{name}: file not found. Write {name} at the top of the submission folder."
+        raise InvalidSubmission([msg])
+    if not path.is_file():
+        msg = f"{name}: not a regular file (a folder, pipe or device)"
         raise InvalidSubmission([msg])
     try:
         text = path.read_bytes().decode("utf-8-sig")
+    except OSError as err:
+        msg = f"{name}: cannot be read ({err.strerror or err})"
+        raise InvalidSubmission([msg]) from err
     except UnicodeDecodeError as err:
         msg = f"{name}: not UTF-8 text ({err.reason} at byte {err.start})"
         raise InvalidSubmission([msg]) from err
@@ -63,13 +69,21 @@ def read_id_column(path: Path, column: str) -> list[str]:
     return [row[column] for row in rows]
 
 
-def leading_zero_hint(given: str, missing: set[str]) -> str:
-    """A hint when ``given`` equals a missing id once leading zeros are stripped (never a repair)."""
-    stripped = given.lstrip("0") or "0"
-    for candidate in missing:
-        if (candidate.lstrip("0") or "0") == stripped and candidate != given:
-            return (
+def leading_zero_hints(unknown: list[str], missing: set[str]) -> dict[str, str]:
+    """Hints for unknown ids that equal a missing id once leading zeros are stripped.
+
+    Returns unknown id -> hint text, only for ids that have such a match (a hint, never a repair).
+    Linear in the number of ids.
+    """
+    by_stripped: dict[str, str] = {}
+    for candidate in sorted(missing):
+        by_stripped.setdefault(candidate.lstrip("0") or "0", candidate)
+    hints = {}
+    for given in unknown:
+        candidate = by_stripped.get(given.lstrip("0") or "0")
+        if candidate is not None and candidate != given:
+            hints[given] = (
                 f" (did leading zeros get lost? the test id {candidate!r} is missing; "
                 f"ids are strings and must be written exactly)"
             )
-    return ""
+    return hints

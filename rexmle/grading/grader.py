@@ -19,7 +19,7 @@ from rexmle.challenges.registry import load_implementation
 from rexmle.config import resolve_data_dir
 from rexmle.errors import HarnessError, InvalidSubmission, NotPrepared
 from rexmle.grading.checks import SubmissionWarning
-from rexmle.grading.csvfile import leading_zero_hint, read_csv_rows
+from rexmle.grading.csvfile import leading_zero_hints, read_csv_rows
 from rexmle.grading.parallel import default_workers, map_cases
 from rexmle.grading.paths import resolve_submission_path
 from rexmle.grading.report import GradeReport, ValidationResult
@@ -79,6 +79,7 @@ def load_submission(
     seen: dict[str, int] = {}
     cases: dict[str, SubmissionCase] = {}
     path_owner: dict[Path, str] = {}
+    unknown: list[tuple[str, str]] = []  # (where, id)
     for line, row in enumerate(rows, start=2):
         case_id = row[task.id_column]
         where = f"{SUBMISSION_CSV} line {line} ({task.id_column}={case_id!r})"
@@ -91,8 +92,7 @@ def load_submission(
             continue
         seen[case_id] = line
         if case_id not in expected_set:
-            hint = leading_zero_hint(case_id, expected_set - set(seen))
-            reasons.append(f"{where}: {case_id!r} is not a test id{hint}")
+            unknown.append((where, case_id))
             continue
         paths: dict[str, Path] = {}
         for column in task.path_columns:
@@ -111,6 +111,9 @@ def load_submission(
         if len(paths) == len(task.path_columns):
             cases[case_id] = SubmissionCase(case_id=case_id, row=dict(row), paths=paths)
     missing_ids = [i for i in expected if i not in seen]
+    hints = leading_zero_hints([i for _, i in unknown], set(missing_ids))
+    for where, case_id in unknown:
+        reasons.append(f"{where}: {case_id!r} is not a test id{hints.get(case_id, '')}")
     if missing_ids:
         shown = ", ".join(repr(i) for i in missing_ids[:10])
         more = f" and {len(missing_ids) - 10} more" if len(missing_ids) > 10 else ""
@@ -128,12 +131,23 @@ def load_submission(
         for finding in case_findings:
             (warnings if isinstance(finding, SubmissionWarning) else reasons).append(finding)
     if reasons:
-        raise InvalidSubmission(reasons)
+        raise InvalidSubmission(_capped(reasons))
     submission = LoadedSubmission(folder=folder, cases=cases, warnings=warnings)
     reasons = task.check_submission(submission, public_dir)
     if reasons:
         raise InvalidSubmission(reasons)
     return submission
+
+
+MAX_REASONS = 200
+
+
+def _capped(reasons: list[str]) -> list[str]:
+    """At most MAX_REASONS reasons, then one line counting the rest (reports stay readable)."""
+    if len(reasons) <= MAX_REASONS:
+        return reasons
+    rest = len(reasons) - MAX_REASONS
+    return [*reasons[:MAX_REASONS], f"... and {rest} more problem(s) of the same kinds"]
 
 
 def _check_case(task: TaskImplementation, public_dir: Path, case: SubmissionCase) -> list[str]:

@@ -101,6 +101,13 @@ def test_missing_id_and_lost_leading_zeros(dirs, tmp_path) -> None:
     assert "missing" in text
 
 
+def test_leading_zero_hint_when_the_full_id_comes_later(dirs, tmp_path) -> None:
+    # '1' is written before '0001' would have been; the hint is decided after all rows
+    rows = [("1", "1.0")] + [(i, "1.0") for i in REFERENCE if i != "0001"]
+    result = validate_submission(TASK, _submit(tmp_path, rows), data_dir=dirs.root.parent)
+    assert any("'1' is not a test id" in r and "'0001'" in r for r in result.reasons)
+
+
 def test_baseline_beats_the_constant_sample(dirs, tmp_path) -> None:
     folder = tmp_path / "baseline"
     load_implementation(TASK).solve_baseline(dirs.public, folder)

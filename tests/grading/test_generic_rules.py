@@ -1,0 +1,84 @@
+"""Generic submission rules (spec README §2.2–2.3) on adversarial input: invalid, never a crash."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rexmle.grading import validate_submission
+from rexmle.grading.grader import MAX_REASONS
+
+TASK = "isles22"
+HEADER = "case_id,predicted_mask_path\n"
+GOOD = "sub-strokecase0009,predictions/sub-strokecase0009_pred.nii.gz\n"
+
+
+@pytest.fixture(scope="module")
+def dirs(prepared_mini):
+    return prepared_mini(TASK)
+
+
+def _folder(dirs, tmp_path: Path, body: str) -> Path:
+    folder = tmp_path / "sub"
+    shutil.copytree(dirs.gold, folder)
+    (folder / "submission.csv").write_text(HEADER + GOOD + body, encoding="utf-8")
+    return folder
+
+
+def _reasons(dirs, folder: Path) -> list[str]:
+    result = validate_submission(TASK, folder, data_dir=dirs.root.parent, workers=1)
+    assert not result.valid
+    return result.reasons
+
+
+def test_nul_byte_in_a_path_is_a_reason(dirs, tmp_path) -> None:
+    folder = _folder(dirs, tmp_path, "sub-strokecase0002,predictions/x.nii.gz\x00\n")
+    (reason,) = _reasons(dirs, folder)
+    assert "sub-strokecase0002" in reason and "NUL" in reason
+
+
+def test_over_long_path_component_is_a_reason(dirs, tmp_path) -> None:
+    folder = _folder(dirs, tmp_path, f"sub-strokecase0002,predictions/{'a' * 300}.nii.gz\n")
+    (reason,) = _reasons(dirs, folder)
+    assert "sub-strokecase0002" in reason and "cannot be resolved" in reason
+
+
+def test_trailing_slash_is_not_rewritten(dirs, tmp_path) -> None:
+    body = "sub-strokecase0002,predictions/sub-strokecase0002_pred.nii.gz/\n"
+    (reason,) = _reasons(dirs, _folder(dirs, tmp_path, body))
+    assert "ends with '/'" in reason
+
+
+def test_submission_csv_that_is_a_folder_or_a_pipe(dirs, tmp_path) -> None:
+    folder = _folder(dirs, tmp_path, "")
+    (folder / "submission.csv").unlink()
+    os.mkfifo(folder / "submission.csv")
+    (reason,) = _reasons(dirs, folder)
+    assert "not a regular file" in reason
+    (folder / "submission.csv").unlink()
+    (folder / "submission.csv").mkdir()
+    (reason,) = _reasons(dirs, folder)
+    assert "not a regular file" in reason
+
+
+def test_many_unknown_ids_are_fast_and_the_reasons_capped(dirs, tmp_path) -> None:
+    body = "".join(f"x{i},p{i}.nii.gz\n" for i in range(20_000))
+    reasons = _reasons(dirs, _folder(dirs, tmp_path, body))
+    # 20 000 unknown ids + 1 missing id -> the first MAX_REASONS, then one counting line
+    assert len(reasons) == MAX_REASONS + 1
+    assert reasons[-1].startswith(f"... and {20_001 - MAX_REASONS} more")
+
+
+def test_a_harness_failure_exits_2_not_1(dirs, tmp_path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "rexmle.cli", "grade", TASK, str(dirs.gold),
+         "--data-dir", str(dirs.root.parent), "--json", "/proc/no-such-dir/grade.json"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert "internal error" in done.stderr and "Traceback" not in done.stderr
