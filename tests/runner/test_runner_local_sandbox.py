@@ -62,6 +62,15 @@ def test_time_limit_kills_the_whole_tree(tmp_path: Path):
     assert "time limit reached" in (tmp_path / "err.log").read_text()
 
 
+def test_a_double_forked_daemon_in_its_own_session_is_killed(tmp_path: Path):
+    marker = f"95{uuid.uuid4().int % 10**6:06d}"
+    # the daemon's parent exits at once: it is reparented to init, in a session of its own
+    script = f"(setsid sh -c 'trap \"\" TERM; sleep {marker}' &) ; sleep 30"
+    result = LocalSandbox().run(request(tmp_path, ["/bin/sh", "-c", script], time_limit_s=1.0))
+    assert result.timed_out
+    assert marker_processes(marker) == []
+
+
 def test_children_left_behind_by_a_finished_agent_are_killed(tmp_path: Path):
     marker = f"96{uuid.uuid4().int % 10**6:06d}"
     result = LocalSandbox().run(

@@ -1,8 +1,12 @@
 """The ``local`` sandbox: a subprocess in its own session, killed with all its children at the limit.
 
-The command starts in a new session (its own process group). At the limit, or when the command
-ends while children it started still run, every process of that session and process group and
-every descendant found in ``/proc`` gets SIGTERM, then SIGKILL after a grace period. An optional
+The command starts in a new session (its own process group) with a random job token in its
+environment (``SANDBOX_JOB_TOKEN``). At the limit, or when the command ends while children it
+started still run, every process of that session and process group, every descendant found in
+``/proc``, and every process whose environment carries the token (a double-forked daemon in a
+session of its own, reparented to init) gets SIGTERM, then SIGKILL after a grace period. A
+process that scrubs its environment and double-forks can still escape: only the bwrap sandbox
+(a PID namespace that dies with it) closes that. An optional
 memory limit is set with RLIMIT_AS by :mod:`rexmle.runner.sandbox.shim` just before the exec.
 This sandbox does not isolate the filesystem or the network.
 """
@@ -15,6 +19,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 from rexmle.runner.sandbox import Sandbox, SandboxInfo, SandboxRequest, SandboxResult
@@ -57,10 +62,25 @@ def _process_table() -> dict[int, tuple[int, int, int]]:
     return table
 
 
-def process_tree(leader: int) -> set[int]:
-    """Live processes of ``leader``'s session or process group, and all their descendants."""
+TOKEN_VARIABLE = "SANDBOX_JOB_TOKEN"
+
+
+def _carries_token(pid: int, token: bytes) -> bool:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as handle:
+            return token in handle.read().split(b"\0")
+    except OSError:
+        return False
+
+
+def process_tree(leader: int, token: str | None = None) -> set[int]:
+    """Live processes of ``leader``'s session or process group, all their descendants, and every
+    process whose environment holds ``SANDBOX_JOB_TOKEN=<token>``."""
     table = _process_table()
     found = {pid for pid, (_, pgid, sid) in table.items() if leader in (pgid, sid)}
+    if token is not None:
+        marker = f"{TOKEN_VARIABLE}={token}".encode()
+        found |= {pid for pid in table if _carries_token(pid, marker)}
     if leader in table:
         found.add(leader)
     children: dict[int, list[int]] = {}
@@ -84,14 +104,14 @@ def _signal_all(pids: set[int], leader: int, sig: signal.Signals) -> None:
             os.kill(pid, sig)
 
 
-def kill_tree(process: subprocess.Popen[bytes], *, grace_s: float) -> int:
+def kill_tree(process: subprocess.Popen[bytes], *, grace_s: float, token: str | None = None) -> int:
     """SIGTERM the whole tree of ``process``, SIGKILL what remains after ``grace_s``.
 
     Returns:
         The number of processes that were alive when the kill began.
     """
     leader = process.pid
-    pids = process_tree(leader)
+    pids = process_tree(leader, token)
     alive_at_start = len(pids)
     if not pids and process.poll() is not None:
         return 0
@@ -99,12 +119,12 @@ def kill_tree(process: subprocess.Popen[bytes], *, grace_s: float) -> int:
     deadline = time.monotonic() + grace_s
     while time.monotonic() < deadline:
         process.poll()
-        pids = process_tree(leader)
+        pids = process_tree(leader, token)
         if not pids:
             break
         time.sleep(POLL_S)
     for _ in range(5):
-        pids = process_tree(leader)
+        pids = process_tree(leader, token)
         if not pids:
             break
         _signal_all(pids, leader, signal.SIGKILL)
@@ -121,13 +141,15 @@ def kill_tree(process: subprocess.Popen[bytes], *, grace_s: float) -> int:
 def run_process_group(request: SandboxRequest, argv: list[str]) -> SandboxResult:
     """Start ``argv`` in a new session and enforce the request's time limit and cancel event."""
     request.stdout_path.parent.mkdir(parents=True, exist_ok=True)
+    token = uuid.uuid4().hex
+    env = {**request.env, TOKEN_VARIABLE: token}
     started = time.monotonic()
     with open(request.stdout_path, "ab") as out, open(request.stderr_path, "ab") as err:
         try:
             process = subprocess.Popen(
                 argv,
                 cwd=request.workspace,
-                env=request.env,
+                env=env,
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=err,
@@ -160,7 +182,7 @@ def run_process_group(request: SandboxRequest, argv: list[str]) -> SandboxResult
             note = "time limit reached" if timed_out else "run cancelled"
             err.write(f"\n[rexmle] {note} after {seconds:.1f} s: killing the agent\n".encode())
             err.flush()
-        killed = kill_tree(process, grace_s=request.kill_grace_s)
+        killed = kill_tree(process, grace_s=request.kill_grace_s, token=token)
     return SandboxResult(
         exit_code=process.returncode,
         timed_out=timed_out,
