@@ -60,7 +60,12 @@ def load_submission(
     if not folder.is_dir():
         msg = f"submission folder {folder} does not exist or is not a folder"
         raise InvalidSubmission([msg])
-    columns, rows = read_csv_rows(folder / SUBMISSION_CSV)
+    csv_path = folder / SUBMISSION_CSV
+    if csv_path.is_symlink():
+        resolved, problem = resolve_submission_path(folder, SUBMISSION_CSV)
+        if resolved is None:
+            raise InvalidSubmission([f"{SUBMISSION_CSV}: {problem}"])
+    columns, rows = read_csv_rows(csv_path)
     reasons: list[str] = []
     warnings: list[str] = []
     missing_cols = [c for c in task.required_columns if c not in columns]

@@ -23,12 +23,16 @@ import tempfile
 import threading
 import time
 import zipfile
+import zlib
 from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path, PurePosixPath
 from types import TracebackType
 
 from rexmle.errors import RexmleError
+
+MAX_MEMBERS = 10_000
+"""Most files and folders an uploaded archive may hold."""
 
 DEFAULT_MAX_UPLOAD_BYTES = 1 << 30
 DEFAULT_MAX_UNPACKED_BYTES = 4 << 30
@@ -71,6 +75,9 @@ def unpack_submission(payload: bytes, target: Path, *, max_unpacked_bytes: int) 
         buffer.seek(0)
         with zipfile.ZipFile(buffer) as archive:
             infos = archive.infolist()
+            if len(infos) > MAX_MEMBERS:
+                msg = f"the archive holds {len(infos)} members, more than {MAX_MEMBERS}"
+                raise UploadError(msg)
             total = sum(info.file_size for info in infos)
             if total > max_unpacked_bytes:
                 msg = f"archive unpacks to {total} bytes, over the limit of {max_unpacked_bytes}"
@@ -82,12 +89,16 @@ def unpack_submission(payload: bytes, target: Path, *, max_unpacked_bytes: int) 
                     msg = f"archive member {info.filename!r} is not a regular file or folder"
                     raise UploadError(msg)
                 destination = target / relative
-                if info.is_dir():
-                    destination.mkdir(parents=True, exist_ok=True)
-                    continue
-                destination.parent.mkdir(parents=True, exist_ok=True)
-                with archive.open(info) as source, open(destination, "wb") as sink:
-                    shutil.copyfileobj(source, sink)
+                try:
+                    if info.is_dir():
+                        destination.mkdir(parents=True, exist_ok=True)
+                        continue
+                    destination.parent.mkdir(parents=True, exist_ok=True)
+                    with archive.open(info) as source, open(destination, "wb") as sink:
+                        shutil.copyfileobj(source, sink)
+                except (OSError, zipfile.BadZipFile, zlib.error) as err:
+                    msg = f"archive member {info.filename!r} cannot be unpacked: {err}"
+                    raise UploadError(msg) from err
     else:
         buffer.seek(0)
         try:
@@ -96,38 +107,50 @@ def unpack_submission(payload: bytes, target: Path, *, max_unpacked_bytes: int) 
             msg = "the upload is neither a zip nor a tar (optionally gzip) archive"
             raise UploadError(msg) from err
         with archive_tar as archive:
+            total = 0
             try:
-                members = archive.getmembers()
-            except (tarfile.TarError, EOFError, OSError) as err:
+                # members are read one by one, so a compressed bomb stops at the size limit
+                for count, member in enumerate(archive, start=1):
+                    if count > MAX_MEMBERS:
+                        msg = f"the archive holds more than {MAX_MEMBERS} members"
+                        raise UploadError(msg)
+                    total += member.size if member.isfile() else 0
+                    if total > max_unpacked_bytes:
+                        msg = f"archive unpacks to over {max_unpacked_bytes} bytes (the limit)"
+                        raise UploadTooLarge(msg)
+                    _extract_tar_member(archive, member, target)
+            except (tarfile.TarError, EOFError, zlib.error) as err:
                 msg = f"the tar archive is damaged: {err}"
                 raise UploadError(msg) from err
-            total = sum(m.size for m in members if m.isfile())
-            if total > max_unpacked_bytes:
-                msg = f"archive unpacks to {total} bytes, over the limit of {max_unpacked_bytes}"
-                raise UploadTooLarge(msg)
-            for member in members:
-                relative = _member_path(member.name)
-                if relative == PurePosixPath("."):
-                    continue
-                destination = target / relative
-                if member.isdir():
-                    destination.mkdir(parents=True, exist_ok=True)
-                    continue
-                if not member.isfile():
-                    msg = f"archive member {member.name!r} is not a regular file or folder"
-                    raise UploadError(msg)
-                destination.parent.mkdir(parents=True, exist_ok=True)
-                source = archive.extractfile(member)
-                if source is None:
-                    msg = f"archive member {member.name!r} cannot be read"
-                    raise UploadError(msg)
-                with source, open(destination, "wb") as sink:
-                    shutil.copyfileobj(source, sink)
     if not (target / "submission.csv").exists():
         entries = [p for p in target.iterdir()]
         if len(entries) == 1 and (entries[0] / "submission.csv").is_file():
             return entries[0]
     return target
+
+
+def _extract_tar_member(archive: tarfile.TarFile, member: tarfile.TarInfo, target: Path) -> None:
+    relative = _member_path(member.name)
+    if relative == PurePosixPath("."):
+        return
+    destination = target / relative
+    try:
+        if member.isdir():
+            destination.mkdir(parents=True, exist_ok=True)
+            return
+        if not member.isfile():
+            msg = f"archive member {member.name!r} is not a regular file or folder"
+            raise UploadError(msg)
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        source = archive.extractfile(member)
+        if source is None:
+            msg = f"archive member {member.name!r} cannot be read"
+            raise UploadError(msg)
+        with source, open(destination, "wb") as sink:
+            shutil.copyfileobj(source, sink)
+    except OSError as err:  # e.g. a file and a folder of the same name
+        msg = f"archive member {member.name!r} cannot be unpacked: {err.strerror or err}"
+        raise UploadError(msg) from err
 
 
 class RateLimiter:

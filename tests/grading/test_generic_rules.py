@@ -82,3 +82,12 @@ def test_a_harness_failure_exits_2_not_1(dirs, tmp_path) -> None:
     )  # fmt: skip
     assert done.returncode == 2
     assert "internal error" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_submission_csv_linked_from_outside_the_folder_is_invalid(dirs, tmp_path) -> None:
+    folder = _folder(dirs, tmp_path, "")
+    outside = tmp_path / "elsewhere.csv"
+    (folder / "submission.csv").rename(outside)
+    (folder / "submission.csv").symlink_to(outside)
+    (reason,) = _reasons(dirs, folder)
+    assert "submission.csv" in reason and "outside the submission folder" in reason

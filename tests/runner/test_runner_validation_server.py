@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from rexmle.agents.dummy import copy_sample_submission
-from rexmle.runner.validation_server import ValidationServer, unpack_submission
+from rexmle.runner.validation_server import MAX_MEMBERS, ValidationServer, unpack_submission
 from rexmle.runner.workspace import build_workspace
 
 SCORE_WORDS = ("dice", "lesion_f1", "abs_volume_diff", "score", "percentile", "metric", "medal")
@@ -150,6 +150,24 @@ def test_members_escaping_the_folder_or_links_are_rejected(tmp_path: Path):
         unpack_submission(buffer.getvalue(), tmp_path, max_unpacked_bytes=10)
     with pytest.raises(ValueError, match="neither a zip nor a tar"):
         unpack_submission(b"plain bytes", tmp_path, max_unpacked_bytes=10)
+
+
+def test_file_and_folder_of_one_name_and_too_many_members_are_400(server, tmp_path: Path):
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as archive:
+        for name in ("x", "x/y"):
+            info = tarfile.TarInfo(name)
+            info.size = 1
+            archive.addfile(info, io.BytesIO(b"1"))
+    status, answer = post(server, buffer.getvalue())
+    assert status == 400
+    assert "cannot be unpacked" in answer["reasons"][0]
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+        for n in range(MAX_MEMBERS + 1):
+            archive.addfile(tarfile.TarInfo(f"f{n}"), io.BytesIO(b""))
+    with pytest.raises(ValueError, match=f"more than {MAX_MEMBERS} members"):
+        unpack_submission(buffer.getvalue(), tmp_path, max_unpacked_bytes=10)
 
 
 def test_bad_archive_is_answered_400(server):
