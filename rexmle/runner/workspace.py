@@ -80,9 +80,21 @@ folder = Path(sys.argv[1] if len(sys.argv) > 1 else os.environ.get("SUBMISSION_D
 if not (folder / "submission.csv").is_file():
     print(f"invalid: {folder}/submission.csv does not exist")
     sys.exit(1)
+root = folder.resolve()
 buffer = io.BytesIO()
 with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
-    archive.add(folder, arcname=".")
+    for path in sorted(folder.rglob("*")):
+        name = path.relative_to(folder).as_posix()
+        if path.is_symlink():
+            # as when the run ends: a link to a file inside the folder becomes a copy,
+            # any other link is left out (grading never follows it)
+            target = path.resolve()
+            if root in target.parents and target.is_file():
+                archive.add(target, arcname=name, recursive=False)
+            else:
+                print(f"note: {name} is a link out of the submission folder; it is left out")
+        elif path.is_dir() or path.is_file():
+            archive.add(path, arcname=name, recursive=False)
 payload = buffer.getvalue()
 if len(payload) > config["max_upload_bytes"]:
     print(f"error: the archive has {len(payload)} bytes, over the limit of {config['max_upload_bytes']}")

@@ -197,6 +197,13 @@ def test_workspace_validate_script_reports_valid_and_invalid(server, isles22_dir
     copy_sample_submission(workspace.data, workspace.submission)
     valid = subprocess.run(script, env=env, capture_output=True, text=True, check=False)
     assert (valid.returncode, valid.stdout.strip()) == (0, "valid (2 cases)")
+    # a link to a file inside the folder is sent as a copy, as the run's end treats it
+    masks = sorted((workspace.submission / "predictions").glob("*.nii.gz"))
+    kept = masks[0].with_name("kept.nii.gz")
+    masks[0].rename(kept)
+    masks[0].symlink_to(kept)
+    linked = subprocess.run(script, env=env, capture_output=True, text=True, check=False)
+    assert (linked.returncode, linked.stdout.strip()) == (0, "valid (2 cases)")
     (workspace.submission / "submission.csv").write_text("case_id,predicted_mask_path\nnope,x\n")
     invalid = subprocess.run(script, env=env, capture_output=True, text=True, check=False)
     assert invalid.returncode == 1
