@@ -85,7 +85,8 @@ def test_other_data_roots_on_the_machine_do_not_exist_inside(run_agent, own_isle
 
 
 def test_only_the_workspace_is_writable(run_agent, isles22_dirs, tmp_path):
-    outside = Path(rexmle.__file__).resolve().parent.parent / f"outside-{uuid.uuid4().hex}.txt"
+    # inside the rexmle package folder, which the sandbox mounts read-only wherever it lives
+    outside = Path(rexmle.__file__).resolve().parent / f"outside-{uuid.uuid4().hex}.txt"
     beside = tmp_path / "beside.txt"  # under /tmp: the sandbox's /tmp is its own tmpfs
     command = (
         f"touch {outside} && echo wrote-outside; "
