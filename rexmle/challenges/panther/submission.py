@@ -6,8 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rexmle.grading.checks import check_allowed_values, check_shape, read_submitted_image
-from rexmle.io import read_geometry
+from rexmle.grading.checks import check_allowed_values, read_label_volume
 
 MASK_SUFFIXES = (".mha", ".nii.gz")
 SPACING_TOLERANCE_MM = 1e-4
@@ -20,19 +19,11 @@ def check_mask_file(case_id: str, path: Path, public_dir: Path) -> list[str]:
     of the test image within 1e-4 mm per axis (the official evaluator rejects a mismatch); values
     exactly 0/1.
     """
-    image, problem = read_submitted_image(path, suffixes=MASK_SUFFIXES, reader="simpleitk")
-    if image is None:
+    test_image = public_dir / "test" / "images" / f"{case_id}_0000.mha"
+    image, test, problem = read_label_volume(path, suffixes=MASK_SUFFIXES, test_image=test_image)
+    if image is None or test is None:
         return [str(problem)]
     array = np.asarray(image.array)
-    if array.ndim != 3 or image.geometry.channels != 1:
-        return [
-            f"{path.name}: the mask has array shape {array.shape} with "
-            f"{image.geometry.channels} component(s); write a 3-D single-component mask"
-        ]
-    test = read_geometry(public_dir / "test" / "images" / f"{case_id}_0000.mha")
-    shape_problem = check_shape(array.shape, test.shape, what=path.name)
-    if shape_problem:
-        return [shape_problem]
     reasons: list[str] = []
     offset = np.abs(np.asarray(image.spacing_mm) - np.asarray(test.spacing_mm)).max()
     if offset > SPACING_TOLERANCE_MM:

@@ -9,10 +9,8 @@ import numpy as np
 from rexmle.grading.checks import (
     SubmissionWarning,
     check_allowed_values,
-    check_shape,
-    read_submitted_image,
+    read_label_volume,
 )
-from rexmle.io import read_geometry
 
 MASK_SUFFIXES = (".nrrd", ".nii.gz", ".mha")
 SPACING_WARNING_MM = 1e-3
@@ -25,19 +23,11 @@ def check_mask_file(case_id: str, path: Path, public_dir: Path) -> list[str]:
     values exactly 0/1. A spacing that differs from the test image's by more than 1e-3 mm is a
     warning only (the GT geometry is used for distances).
     """
-    image, problem = read_submitted_image(path, suffixes=MASK_SUFFIXES, reader="simpleitk")
-    if image is None:
+    test_image = public_dir / "test" / "images" / f"{case_id}.nrrd"
+    image, test, problem = read_label_volume(path, suffixes=MASK_SUFFIXES, test_image=test_image)
+    if image is None or test is None:
         return [str(problem)]
     array = np.asarray(image.array)
-    if array.ndim != 3 or image.geometry.channels != 1:
-        return [
-            f"{path.name}: the mask has array shape {array.shape} with "
-            f"{image.geometry.channels} component(s); write a 3-D single-component mask"
-        ]
-    test = read_geometry(public_dir / "test" / "images" / f"{case_id}.nrrd")
-    shape_problem = check_shape(array.shape, test.shape, what=path.name)
-    if shape_problem:
-        return [shape_problem]
     reasons: list[str] = []
     value_problem = check_allowed_values(array, (0, 1))
     if value_problem:

@@ -11,10 +11,8 @@ from rexmle.challenges.topbrain.prepare import image_name
 from rexmle.grading.checks import (
     SubmissionWarning,
     check_allowed_values,
-    check_shape,
-    read_submitted_image,
+    read_label_volume,
 )
-from rexmle.io import read_geometry
 
 MASK_SUFFIXES = (".nii.gz", ".nii", ".mha")
 SPACING_WARNING_MM = 1e-3
@@ -27,19 +25,13 @@ def check_label_file(case_id: str, path: Path, public_dir: Path, track: Track) -
     image; values exactly within 0..40 (CTA) or 0..42 (MRA). A spacing differing from the test
     image's by more than 1e-3 mm is a warning only: the GT geometry is used, as officially.
     """
-    image, problem = read_submitted_image(path, suffixes=MASK_SUFFIXES, reader="simpleitk")
-    if image is None:
+    test_image = public_dir / "test" / "images" / image_name(track.modality, case_id)
+    image, test, problem = read_label_volume(
+        path, suffixes=MASK_SUFFIXES, test_image=test_image, what="label map"
+    )
+    if image is None or test is None:
         return [str(problem)]
     array = np.asarray(image.array)
-    if array.ndim != 3 or image.geometry.channels != 1:
-        return [
-            f"{path.name}: the label map has array shape {array.shape} with "
-            f"{image.geometry.channels} component(s); write a 3-D single-component label map"
-        ]
-    test = read_geometry(public_dir / "test" / "images" / image_name(track.modality, case_id))
-    shape_problem = check_shape(array.shape, test.shape, what=path.name)
-    if shape_problem:
-        return [shape_problem]
     reasons: list[str] = []
     value_problem = check_allowed_values(array, track.labels)
     if value_problem:
