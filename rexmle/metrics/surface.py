@@ -376,17 +376,31 @@ def hausdorff_distance(
         TypeError: an input is not a boolean array.
         ValueError: shapes differ, or the spacing or connectivity is invalid.
     """
+    distances = _distances_or_empty_value(
+        pred, truth, spacing_mm, surface_connectivity, one_empty_value_mm
+    )
+    return distances if isinstance(distances, float) else distances.hausdorff_mm(100.0)
+
+
+def _distances_or_empty_value(
+    pred: npt.NDArray[np.bool_],
+    truth: npt.NDArray[np.bool_],
+    spacing_mm: Sequence[float],
+    surface_connectivity: int,
+    one_empty_value_mm: float | None,
+) -> SurfaceDistances | float:
+    """Surface distances of two masks, or the empty-case value: 0.0 when both are empty, the
+    one-empty value (None = the volume diagonal) when only one is."""
     check_mask_pair(pred, truth)
     _check_spacing(spacing_mm, pred.ndim)
     pred_any, truth_any = bool(pred.any()), bool(truth.any())
     if not pred_any and not truth_any:
         return 0.0
     if not (pred_any and truth_any):
-        return _one_empty_value(pred, spacing_mm, one_empty_value_mm)
-    distances = surface_distances(
+        return float(_one_empty_value(pred, spacing_mm, one_empty_value_mm))
+    return surface_distances(
         pred, truth, spacing_mm=spacing_mm, surface_connectivity=surface_connectivity
     )
-    return distances.hausdorff_mm(100.0)
 
 
 def hausdorff_distance_95(
@@ -467,17 +481,10 @@ def average_symmetric_surface_distance(
         TypeError: an input is not a boolean array.
         ValueError: shapes differ, or the spacing or connectivity is invalid.
     """
-    check_mask_pair(pred, truth)
-    _check_spacing(spacing_mm, pred.ndim)
-    pred_any, truth_any = bool(pred.any()), bool(truth.any())
-    if not pred_any and not truth_any:
-        return 0.0
-    if not (pred_any and truth_any):
-        return _one_empty_value(pred, spacing_mm, one_empty_value_mm)
-    distances = surface_distances(
-        pred, truth, spacing_mm=spacing_mm, surface_connectivity=surface_connectivity
+    distances = _distances_or_empty_value(
+        pred, truth, spacing_mm, surface_connectivity, one_empty_value_mm
     )
-    return distances.average_symmetric_mm()
+    return distances if isinstance(distances, float) else distances.average_symmetric_mm()
 
 
 def per_label_hd95(
