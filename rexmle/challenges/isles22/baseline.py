@@ -10,7 +10,6 @@ than its edge). Deterministic; needs only numpy.
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +17,7 @@ from scipy import ndimage
 
 from rexmle.challenges.common import write_csv
 from rexmle.challenges.isles22.prepare import SUBMISSION_COLUMNS
+from rexmle.grading.csvfile import read_id_column
 from rexmle.io import read_image, write_image
 
 THRESHOLDS = np.linspace(0.5, 15.0, 59)
@@ -75,8 +75,7 @@ def solve(public_dir: Path, submission_dir: Path, *, seed: int = 0) -> None:
     best = float(np.max(mean_dice))
     plateau = THRESHOLDS[np.asarray(mean_dice) >= best - 0.01]
     threshold = float(np.median(plateau))
-    with open(public_dir / "sample_submission.csv", newline="", encoding="utf-8") as handle:
-        test_ids = [row["case_id"] for row in csv.DictReader(handle)]
+    test_ids = read_id_column(public_dir / "sample_submission.csv", "case_id")
     rows = []
     for case_id in test_ids:
         dwi = read_image(public_dir / "test" / f"{case_id}_dwi.nii.gz")

@@ -16,6 +16,7 @@ from scipy import ndimage
 
 from rexmle.challenges.common import write_csv
 from rexmle.challenges.ldct_iqa.prepare import COLUMNS
+from rexmle.grading.csvfile import read_id_column
 
 
 def features(image: np.ndarray) -> np.ndarray:
@@ -34,8 +35,7 @@ def solve(public_dir: Path, submission_dir: Path) -> None:
     x = np.stack([features(tifffile.imread(public_dir / "train/images" / f"{i}.tif")) for i in ids])
     y = np.array([labels[i] for i in ids])
     coef, *_ = np.linalg.lstsq(x, y, rcond=None)
-    with open(public_dir / "sample_submission.csv", newline="", encoding="utf-8") as handle:
-        test_ids = [row["image_id"] for row in csv.DictReader(handle)]
+    test_ids = read_id_column(public_dir / "sample_submission.csv", "image_id")
     rows = []
     for image_id in test_ids:
         image = tifffile.imread(public_dir / "test/images" / f"{image_id}.tiff")

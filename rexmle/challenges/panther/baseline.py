@@ -8,7 +8,6 @@ and only the largest 26-connected component is kept. Deterministic; numpy and sc
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +15,7 @@ from scipy import ndimage
 
 from rexmle.challenges.common import write_csv
 from rexmle.challenges.panther.prepare import SUBMISSION_COLUMNS, prediction_name
+from rexmle.grading.csvfile import read_id_column
 from rexmle.io import read_image, write_image
 
 _BOX = np.ones((3, 3, 3), dtype=bool)
@@ -47,8 +47,7 @@ def solve(public_dir: Path, submission_dir: Path, *, seed: int = 0) -> None:
         tumour = np.asarray(read_image(label_path).array) == 1
         tumour_values.append(image[tumour])
     lo, hi = np.percentile(np.concatenate(tumour_values), [5, 95])
-    with open(public_dir / "sample_submission.csv", newline="", encoding="utf-8") as handle:
-        test_ids = [row["image_id"] for row in csv.DictReader(handle)]
+    test_ids = read_id_column(public_dir / "sample_submission.csv", "image_id")
     rows = []
     for case_id in test_ids:
         image = read_image(public_dir / "test" / "images" / f"{case_id}_0000.mha")

@@ -10,7 +10,6 @@ Deterministic; needs numpy and scipy only.
 
 from __future__ import annotations
 
-import csv
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -21,6 +20,7 @@ from scipy import ndimage
 
 from rexmle.challenges.common import write_csv
 from rexmle.challenges.puma.raster import polygon_window
+from rexmle.grading.csvfile import read_id_column
 
 THRESHOLDS = np.linspace(0.2, 0.9, 36)
 SMOOTHING_PX = 1.0
@@ -88,8 +88,7 @@ def solve(public_dir: Path, submission_dir: Path, *, classes: Sequence[str], see
     threshold, min_area, means, centre, scale = _train(public_dir, classes)
     names = list(means)
     class_means = np.asarray([means[n] for n in names]).reshape(-1, 4)
-    with open(public_dir / "sample_submission.csv", newline="", encoding="utf-8") as handle:
-        test_ids = [row["case_id"] for row in csv.DictReader(handle)]
+    test_ids = read_id_column(public_dir / "sample_submission.csv", "case_id")
     rows = []
     for case_id in test_ids:
         image = tifffile.imread(public_dir / "test" / "images" / f"{case_id}.tif")

@@ -8,7 +8,6 @@ Deterministic; needs numpy, scipy and tifffile only.
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +15,7 @@ import numpy.typing as npt
 from scipy import ndimage
 
 from rexmle.challenges.common import write_csv
+from rexmle.grading.csvfile import read_id_column
 
 N_VALUES = 6
 SAMPLES_PER_IMAGE = 4000
@@ -30,8 +30,7 @@ def _features(image: npt.NDArray[np.generic]) -> npt.NDArray[np.float64]:
 
 
 def _read_ids(public_dir: Path) -> list[str]:
-    with open(public_dir / "sample_submission.csv", newline="", encoding="utf-8") as handle:
-        return [row["case_id"] for row in csv.DictReader(handle)]
+    return read_id_column(public_dir / "sample_submission.csv", "case_id")
 
 
 class GaussianPixelClassifier:

@@ -8,7 +8,6 @@ numpy and scipy only.
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +15,7 @@ from scipy import ndimage
 
 from rexmle.challenges.common import write_csv
 from rexmle.challenges.seg_a.prepare import SUBMISSION_COLUMNS, prediction_name
+from rexmle.grading.csvfile import read_id_column
 from rexmle.io import read_image, write_image
 
 THRESHOLDS_HU = np.arange(-100.0, 701.0, 20.0)
@@ -55,8 +55,7 @@ def solve(public_dir: Path, submission_dir: Path, *, seed: int = 0) -> None:
         for t in THRESHOLDS_HU
     ]
     threshold = float(THRESHOLDS_HU[int(np.argmax(scores))])
-    with open(public_dir / "sample_submission.csv", newline="", encoding="utf-8") as handle:
-        test_ids = [row["image_id"] for row in csv.DictReader(handle)]
+    test_ids = read_id_column(public_dir / "sample_submission.csv", "image_id")
     rows = []
     for case_id in test_ids:
         image = read_image(public_dir / "test" / "images" / f"{case_id}.nrrd")

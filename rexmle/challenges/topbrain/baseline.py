@@ -10,7 +10,6 @@ predicted vessel voxel gets the label of its atlas cell. Deterministic; numpy an
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +18,7 @@ from scipy import ndimage
 from rexmle.challenges.common import write_csv
 from rexmle.challenges.topbrain.labels import TRACKS
 from rexmle.challenges.topbrain.prepare import SUBMISSION_COLUMNS, image_name, prediction_name
+from rexmle.grading.csvfile import read_id_column
 from rexmle.io import read_image, write_image
 
 ATLAS_SHAPE = np.array([32, 32, 32])
@@ -72,8 +72,7 @@ def solve(public_dir: Path, submission_dir: Path, *, modality: str, seed: int = 
     ]
     threshold = float(THRESHOLDS[int(np.argmax(scores))])
     atlas = fit_atlas(label_maps, track.n_labels)
-    with open(public_dir / "sample_submission.csv", newline="", encoding="utf-8") as handle:
-        test_ids = [row["image_id"] for row in csv.DictReader(handle)]
+    test_ids = read_id_column(public_dir / "sample_submission.csv", "image_id")
     rows = []
     for pid in test_ids:
         image = read_image(public_dir / "test" / "images" / image_name(modality, pid))

@@ -18,7 +18,6 @@ Deterministic for a given seed (the only randomness is the subsampling of traini
 
 from __future__ import annotations
 
-import csv
 import json
 from pathlib import Path
 
@@ -31,6 +30,7 @@ from skimage.filters import threshold_otsu
 from rexmle.challenges.common import write_csv
 from rexmle.challenges.topcow.prepare import ID_COLUMN, PATH_COLUMNS, prediction_name, write_json
 from rexmle.challenges.topcow.roi import Box, read_roi
+from rexmle.grading.csvfile import read_id_column
 from rexmle.io import Geometry, read_image, write_image
 
 PERCENTILES = (80.0, 85.0, 88.0, 90.0, 92.0, 94.0, 96.0, 98.0, 99.0, 99.5, 99.8)
@@ -45,8 +45,7 @@ GRID_FRACTION = 0.6
 
 
 def _test_ids(public_dir: Path) -> list[str]:
-    with open(public_dir / "sample_submission.csv", newline="", encoding="utf-8") as handle:
-        return [row[ID_COLUMN] for row in csv.DictReader(handle)]
+    return read_id_column(public_dir / "sample_submission.csv", ID_COLUMN)
 
 
 def _train_stems(public_dir: Path) -> list[str]:

@@ -7,7 +7,6 @@ then clipped to [0, 255] and rounded to uint8.
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +14,7 @@ from PIL import Image
 
 from rexmle.challenges.common import write_csv
 from rexmle.challenges.usenhance.submission import read_gray_png
+from rexmle.grading.csvfile import read_id_column
 
 RADIUS = 2
 
@@ -39,8 +39,7 @@ def solve(public_dir: Path, submission_dir: Path) -> None:
         [read_gray_png(public_dir / "train" / "high_quality" / p.name).ravel() for p in lows]
     ).astype(np.float64)
     coef, *_ = np.linalg.lstsq(x, y, rcond=None)
-    with open(public_dir / "sample_submission.csv", newline="", encoding="utf-8") as handle:
-        test_ids = [row["image_id"] for row in csv.DictReader(handle)]
+    test_ids = read_id_column(public_dir / "sample_submission.csv", "image_id")
     out_dir = submission_dir / "enhanced"
     out_dir.mkdir(parents=True, exist_ok=True)
     rows = []
