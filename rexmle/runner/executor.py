@@ -55,7 +55,7 @@ from rexmle.runner.records import (
     package_versions,
     write_record,
 )
-from rexmle.runner.sandbox import Sandbox, SandboxRequest, SandboxResult
+from rexmle.runner.sandbox import Relay, Sandbox, SandboxRequest, SandboxResult
 from rexmle.runner.validation_server import (
     DEFAULT_MAX_REQUESTS_PER_MINUTE,
     DEFAULT_MAX_UPLOAD_BYTES,
@@ -262,7 +262,7 @@ def execute_run(job: RunJob, options: RunOptions, *, gpu: str | None = None) -> 
                 network=config.agent.network,
                 hidden=(options.data_dir, options.runs_dir),
                 shared_writable=(socket_dir,),
-                relay=None if socket_path is None else (server.port, socket_path),
+                relays=() if socket_path is None else (Relay(server.port, socket_path),),
                 kill_grace_s=options.kill_grace_s,
                 cancel=options.cancel,
             )

@@ -18,6 +18,18 @@ SandboxKind = Literal["auto", "local", "bwrap"]
 
 
 @dataclass(frozen=True)
+class Relay:
+    """Inside a network-less sandbox, ``127.0.0.1:port`` forwards each connection to ``socket``.
+
+    The unix socket lives on the host (in a folder the sandbox binds); the service behind it
+    (validation server, LLM gateway) keeps the same URL inside the sandbox as outside.
+    """
+
+    port: int
+    socket: Path
+
+
+@dataclass(frozen=True)
 class SandboxRequest:
     """Everything a sandbox needs to start one agent command."""
 
@@ -34,8 +46,8 @@ class SandboxRequest:
     """Host folders the agent must not see (data root, runs root); bwrap mounts tmpfs over them."""
     shared_writable: tuple[Path, ...] = ()
     """Extra host folders bound writable (the validation server's socket folder)."""
-    relay: tuple[int, Path] | None = None
-    """(port, unix socket): inside a network-less sandbox, 127.0.0.1:port forwards to the socket."""
+    relays: tuple[Relay, ...] = ()
+    """Ports forwarded to host unix sockets inside a network-less sandbox (one per service)."""
     kill_grace_s: float = 5.0
     """Seconds between SIGTERM and SIGKILL when the limit is reached."""
     cancel: threading.Event | None = None

@@ -16,7 +16,7 @@ Mounts, in this order (later mounts cover earlier ones):
 Every capability is dropped (``--cap-drop ALL``): even when the harness runs as root, the agent
 cannot unmount the tmpfs that hides a folder, mount anything or remount ``data/`` writable.
 PID, IPC and UTS namespaces are private; the network namespace too when the agent has no
-network (a relay in the shim then keeps the validation URL working). The sandbox dies with the
+network (relays in the shim then keep the validation and gateway URLs working). The sandbox dies with the
 harness (``--die-with-parent``); the time limit is enforced as in the local sandbox.
 """
 
@@ -156,6 +156,6 @@ class BwrapSandbox(Sandbox):
 
     def run(self, request: SandboxRequest) -> SandboxResult:
         """Run the command inside bubblewrap under the request's limits."""
-        relay = None if request.network else request.relay
-        inner = shim_argv(request.argv, memory_limit_mb=request.memory_limit_mb, relay=relay)
+        relays = () if request.network else request.relays
+        inner = shim_argv(request.argv, memory_limit_mb=request.memory_limit_mb, relays=relays)
         return run_process_group(request, [*bwrap_argv(request), *inner])

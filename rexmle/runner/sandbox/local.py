@@ -20,9 +20,8 @@ import subprocess
 import sys
 import time
 import uuid
-from pathlib import Path
 
-from rexmle.runner.sandbox import Sandbox, SandboxInfo, SandboxRequest, SandboxResult
+from rexmle.runner.sandbox import Relay, Sandbox, SandboxInfo, SandboxRequest, SandboxResult
 
 POLL_S = 0.1
 
@@ -31,16 +30,16 @@ def shim_argv(
     argv: list[str],
     *,
     memory_limit_mb: int | None = None,
-    relay: tuple[int, Path] | None = None,
+    relays: tuple[Relay, ...] = (),
 ) -> list[str]:
-    """``argv`` wrapped in the shim that sets RLIMIT_AS and starts the relay (if asked)."""
-    if memory_limit_mb is None and relay is None:
+    """``argv`` wrapped in the shim that sets RLIMIT_AS and starts the relays (if asked)."""
+    if memory_limit_mb is None and not relays:
         return list(argv)
     wrapped = [sys.executable, "-m", "rexmle.runner.sandbox.shim"]
     if memory_limit_mb is not None:
         wrapped += ["--memory-limit-mb", str(memory_limit_mb)]
-    if relay is not None:
-        wrapped += ["--relay-port", str(relay[0]), "--relay-socket", str(relay[1])]
+    for relay in relays:
+        wrapped += ["--relay", f"{relay.port}={relay.socket}"]
     return [*wrapped, "--", *argv]
 
 

@@ -2,10 +2,10 @@
 
 Options:
     --memory-limit-mb N   set RLIMIT_AS (address space) to N MiB before the command starts.
-    --relay-port P --relay-socket S
-                          listen on 127.0.0.1:P and forward each connection to the unix socket
-                          S. Inside a sandbox without network this makes the validation server
-                          reachable at the same URL as outside.
+    --relay P=S           listen on 127.0.0.1:P and forward each connection to the unix socket
+                          S; repeatable, one per service. Inside a sandbox without network this
+                          makes the validation server and the LLM gateway reachable at the
+                          same URLs as outside.
 
 Without a relay the shim replaces itself with the command (exec). With one it stays the parent,
 forwards SIGTERM/SIGINT to the command and exits with the command's status. Imports only the
@@ -29,15 +29,18 @@ CHUNK_BYTES = 1 << 16
 
 
 def _pipe(source: socket.socket, target: socket.socket) -> None:
+    """Copy ``source`` to ``target``; at end of stream half-close ``target`` (the other direction
+    may still carry the answer), on an error close both directions of both."""
     try:
         while chunk := source.recv(CHUNK_BYTES):
             target.sendall(chunk)
     except OSError:
-        pass
-    finally:
         for sock in (source, target):
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
+        return
+    with contextlib.suppress(OSError):
+        target.shutdown(socket.SHUT_WR)
 
 
 def _forward(client: socket.socket, socket_path: Path) -> None:
@@ -75,6 +78,15 @@ def start_relay(port: int, socket_path: Path) -> socket.socket:
     return listener
 
 
+def parse_relay(text: str) -> tuple[int, Path]:
+    """``PORT=SOCKET`` -> (port, socket path); argparse type for ``--relay``."""
+    port_text, sep, socket_text = text.partition("=")
+    if not sep or not port_text.isdigit() or not socket_text or not 0 < int(port_text) < 65536:
+        msg = f"--relay wants PORT=SOCKET_PATH with a port in 1..65535, got {text!r}"
+        raise argparse.ArgumentTypeError(msg)
+    return int(port_text), Path(socket_text)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point (see the module docstring)."""
     args = list(sys.argv[1:] if argv is None else argv)
@@ -84,8 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     split = args.index("--")
     parser = argparse.ArgumentParser(prog="rexmle.runner.sandbox.shim")
     parser.add_argument("--memory-limit-mb", type=int, default=None)
-    parser.add_argument("--relay-port", type=int, default=None)
-    parser.add_argument("--relay-socket", type=Path, default=None)
+    parser.add_argument("--relay", type=parse_relay, action="append", default=[])
     options = parser.parse_args(args[:split])
     command = args[split + 1 :]
     if not command:
@@ -94,9 +105,14 @@ def main(argv: list[str] | None = None) -> int:
     if options.memory_limit_mb is not None:
         limit = options.memory_limit_mb * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    if options.relay_port is None or options.relay_socket is None:
+    if not options.relay:
         os.execvp(command[0], command)
-    start_relay(options.relay_port, options.relay_socket)
+    ports = [port for port, _ in options.relay]
+    if len(set(ports)) != len(ports):
+        sys.stderr.write(f"shim: two relays on the same port: {sorted(ports)}\n")
+        return 2
+    for port, socket_path in options.relay:
+        start_relay(port, socket_path)
     child = subprocess.Popen(command)
 
     def forward(signum: int, _frame: object) -> None:
