@@ -56,6 +56,7 @@ from rexmle.runner.records import (
     write_record,
 )
 from rexmle.runner.sandbox import Relay, Sandbox, SandboxRequest, SandboxResult
+from rexmle.runner.trees import strip_special_bits
 from rexmle.runner.validation_server import (
     DEFAULT_MAX_REQUESTS_PER_MINUTE,
     DEFAULT_MAX_UPLOAD_BYTES,
@@ -210,6 +211,7 @@ def execute_run(job: RunJob, options: RunOptions, *, gpu: str | None = None) -> 
         versions=package_versions(),
     )
     job.folder.mkdir(parents=True, exist_ok=True)
+    job.folder.chmod(0o700)  # other users never reach what the agent left there
     _clean(job.folder)
     write_record(job.folder, record)
     timings: dict[str, float] = {}
@@ -268,6 +270,7 @@ def execute_run(job: RunJob, options: RunOptions, *, gpu: str | None = None) -> 
             )
             result = options.sandbox.run(request)
             record.validation_requests = server.n_requests
+        strip_special_bits(workspace.root)
         timings["agent"] = result.seconds
         record.exit_code = result.exit_code
         record.killed_processes = result.killed_processes

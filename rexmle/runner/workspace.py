@@ -25,6 +25,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from rexmle.runner.trees import (
+    copy_file_sparse,
+    printable_name,
+    remove_tree_iteratively,
+    walk_tree,
+)
+
 DataMode = Literal["link", "copy"]
 
 BASE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -155,73 +162,108 @@ class Workspace:
         return self.root / ".home"
 
 
-def _make_writable(path: Path) -> None:
-    for folder, _, files in os.walk(path):
-        os.chmod(folder, 0o755)
-        for name in files:
-            target = Path(folder) / name
-            if not target.is_symlink():
-                os.chmod(target, stat.S_IMODE(target.stat().st_mode) | stat.S_IWUSR)
-
-
 def remove_tree(path: Path) -> None:
     """Remove a workspace folder, read-only copies included (hard links are only unlinked).
 
-    A link in place of the folder is removed itself, never followed.
+    A link in place of the folder is removed itself, never followed. Any depth and any name
+    are removed (see :mod:`rexmle.runner.trees`).
     """
-    if path.is_symlink():
-        path.unlink()
-        return
-    if not path.exists():
-        return
-    if (path / ".data-mode-copy").exists():
-        _make_writable(path)
-    shutil.rmtree(path)
+    remove_tree_iteratively(path)
 
 
-def collect_submission(source: Path, target: Path) -> list[str]:
-    """Copy the agent's submission folder to ``target`` with no link left in it.
+@dataclass(frozen=True)
+class CollectionLimits:
+    """Caps on the copy of an agent's ``submission/`` into the run folder.
+
+    A file is charged its allocated blocks (``st_blocks * 512``): the copy keeps holes as
+    holes, so that is what it costs on disk; a sparse file's apparent size costs nothing.
+    """
+
+    max_bytes: int = 16 << 30
+    max_files: int = 100_000
+    max_depth: int = 32
+    """Folder nesting below ``submission/`` (its own files are at depth 1)."""
+
+
+def collect_submission(
+    source: Path, target: Path, *, limits: CollectionLimits | None = None
+) -> list[str]:
+    """Copy the agent's submission folder to ``target`` with no link left in it, within limits.
 
     Grading runs outside the sandbox, where a link could reach the answers. So regular files
     and folders are copied; a symbolic link is replaced by a copy of its target when that target
     resolves to a regular file inside ``source``, and dropped otherwise; anything else (fifos,
-    sockets, devices) is dropped. A ``source`` that is itself a link counts as empty.
+    sockets, devices) is dropped. A ``source`` that is itself a link counts as empty. Copies
+    are sparse where the source is and never keep setuid/setgid bits (default mode). Entries deeper than
+    ``max_depth``, files past ``max_files`` and files that would take the copy past
+    ``max_bytes`` are left out. Any name is copied as it is; notes show it with
+    :func:`~rexmle.runner.trees.printable_name`.
 
     Returns:
-        One note per dropped entry (recorded in run.json).
+        One note per dropped entry or reached limit (recorded in run.json).
     """
+    limits = limits or CollectionLimits()
     notes: list[str] = []
     target.mkdir(parents=True, exist_ok=True)
     if source.is_symlink() or not source.is_dir():
         if source.is_symlink():
-            notes.append(f"submission/ is a link to {os.readlink(source)}: ignored")
+            notes.append(f"submission/ is a link to {printable_name(os.readlink(source))}: ignored")
         return notes
     root = source.resolve()
-    for folder, dirs, files in os.walk(source):
-        here = Path(folder)
-        relative = here.relative_to(source)
-        (target / relative).mkdir(parents=True, exist_ok=True)
-        for name in sorted([*dirs, *files]):
-            entry = here / name
-            destination = target / relative / name
-            if entry.is_symlink():
-                if name in dirs:
-                    dirs.remove(name)
-                resolved = entry.resolve()
-                if root in resolved.parents and resolved.is_file() and not resolved.is_symlink():
-                    shutil.copyfile(resolved, destination)
-                    continue
-                link = os.readlink(entry)
+    n_files = n_bytes = 0
+    too_deep = over_count = over_size = 0
+    for item in walk_tree(source):
+        shown = printable_name(item.relative)
+        destination = os.path.join(target, item.relative)
+        if item.depth > limits.max_depth:
+            too_deep += 1
+            continue
+        try:
+            info = os.lstat(item.path)
+        except OSError as error:
+            notes.append(f"{shown}: cannot be read ({error.strerror}); dropped")
+            continue
+        copy_from = item.path
+        if stat.S_ISDIR(info.st_mode):
+            os.makedirs(destination, exist_ok=True)
+            continue
+        if stat.S_ISLNK(info.st_mode):
+            resolved = Path(item.path).resolve()
+            if root in resolved.parents and resolved.is_file() and not resolved.is_symlink():
+                copy_from = os.fspath(resolved)
+                info = os.stat(copy_from)
+            else:
+                link = printable_name(os.readlink(item.path))
                 notes.append(
-                    f"{(relative / name).as_posix()}: link to {link} points outside the "
+                    f"{shown}: link to {link} points outside the "
                     f"submission folder or not to a file; dropped"
                 )
-            elif entry.is_dir():
                 continue
-            elif entry.is_file():
-                shutil.copyfile(entry, destination)
-            else:
-                notes.append(f"{(relative / name).as_posix()}: not a regular file; dropped")
+        elif not stat.S_ISREG(info.st_mode):
+            notes.append(f"{shown}: not a regular file; dropped")
+            continue
+        cost = info.st_blocks * 512
+        if n_files >= limits.max_files:
+            over_count += 1
+            continue
+        if n_bytes + cost > limits.max_bytes:
+            over_size += 1
+            continue
+        os.makedirs(os.path.dirname(destination), exist_ok=True)
+        copy_file_sparse(copy_from, destination)
+        n_files += 1
+        n_bytes += cost
+    if too_deep:
+        notes.append(
+            f"{too_deep} entries nested deeper than {limits.max_depth} folders were left out"
+        )
+    if over_count:
+        notes.append(f"{over_count} files past the limit of {limits.max_files} files were left out")
+    if over_size:
+        notes.append(
+            f"{over_size} files were left out: the copy would pass the limit of "
+            f"{limits.max_bytes} bytes (a file counts its allocated blocks)"
+        )
     return notes
 
 
