@@ -53,8 +53,10 @@ from rexmle.runner.records import (
     SandboxRecord,
     hardware,
     package_versions,
+    read_record,
     write_record,
 )
+from rexmle.runner.run_lock import RunLocked, run_folder_lock
 from rexmle.runner.sandbox import Relay, Sandbox, SandboxRequest, SandboxResult
 from rexmle.runner.trees import strip_special_bits
 from rexmle.runner.validation_server import (
@@ -188,11 +190,25 @@ def _agent_status(result: SandboxResult, kind: str) -> tuple[RunStatus | None, s
 
 
 def execute_run(job: RunJob, options: RunOptions, *, gpu: str | None = None) -> RunRecord:
-    """Run one agent on one task and seed, grade it, and write its record (see module doc)."""
+    """Run one agent on one task and seed, grade it, and write its record (see module doc).
+
+    The run folder is locked for the whole run (:mod:`rexmle.runner.run_lock`): when another
+    process runs the same job, nothing is touched and the record on disk comes back with
+    ``error`` saying the run was skipped.
+    """
+    try:
+        with run_folder_lock(job.folder):
+            return _execute_locked(job, options, gpu=gpu)
+    except RunLocked as locked:
+        record = read_record(job.folder) or _new_record(job, options)
+        record.error = f"skipped: {locked}"
+        return record
+
+
+def _new_record(job: RunJob, options: RunOptions) -> RunRecord:
     config = job.config
-    started = time.perf_counter()
     sandbox_info = options.sandbox.info(network=config.agent.network)
-    record = RunRecord(
+    return RunRecord(
         run_id=config.run_id(),
         group=job.group,
         task=config.task,
@@ -210,6 +226,12 @@ def execute_run(job: RunJob, options: RunOptions, *, gpu: str | None = None) -> 
         hardware=hardware(),
         versions=package_versions(),
     )
+
+
+def _execute_locked(job: RunJob, options: RunOptions, *, gpu: str | None) -> RunRecord:
+    config = job.config
+    started = time.perf_counter()
+    record = _new_record(job, options)
     job.folder.mkdir(parents=True, exist_ok=True)
     job.folder.chmod(0o700)  # other users never reach what the agent left there
     _clean(job.folder)
