@@ -307,25 +307,37 @@ def report(
         Path | None, typer.Option("--markdown", help="Write a Markdown report.")
     ] = None,
     json_out: Annotated[Path | None, typer.Option("--json", help="Write results as JSON.")] = None,
+    table_out: Annotated[
+        Path | None,
+        typer.Option("--table", help="Write the run-table (.csv, .json or .parquet)."),
+    ] = None,
 ) -> None:
-    """Summarise runs: leaderboard table (published form), seed statistics, plots."""
-    from rexmle.report import collect_runs, leaderboard_table, write_report
+    """Summarise runs: published-form table per group, seed statistics, plots, failures."""
+    from rexmle.report import collect_runs, leaderboard_tables, run_table, write_report
+    from rexmle.report.render import banners
+    from rexmle.report.runtable import write_run_table
+    from rexmle.report.tables import key_label
 
     try:
         results = collect_runs(runs_dir)
+        if not results:
+            raise _fail(ValueError(f"no runs found under {runs_dir}"))
+        frame = run_table(results)
+        for banner in banners(frame):
+            err.print(f"[bold yellow]{banner.text}[/]", highlight=False)
+        for key, board in leaderboard_tables(frame):
+            table = Table(title=f"{key_label(key)} ({runs_dir})")
+            for column in board.columns:
+                table.add_column(str(column), no_wrap=True)
+            for row in board.itertuples(index=False):
+                table.add_row(*[str(v) for v in row])
+            out.print(table)
+        if table_out is not None:
+            write_run_table(frame, table_out)
+        write_report(results, markdown=markdown_out, html_path=html_out, json_path=json_out)
     except RexmleError as error:
         raise _fail(error) from error
-    if not results:
-        raise _fail(ValueError(f"no runs found under {runs_dir}"))
-    table = Table(title=f"{len(results)} runs in {runs_dir}")
-    board = leaderboard_table(results)
-    for column in board.columns:
-        table.add_column(str(column))
-    for row in board.itertuples(index=False):
-        table.add_row(*[str(v) for v in row])
-    out.print(table)
-    write_report(results, markdown=markdown_out, html_path=html_out, json_path=json_out)
-    for path in (markdown_out, html_out, json_out):
+    for path in (markdown_out, html_out, json_out, table_out):
         if path is not None:
             out.print(f"wrote {path}")
 

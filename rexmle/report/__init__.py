@@ -1,8 +1,18 @@
-"""Reports over many runs: collected results, the published-form leaderboard table, seed
-statistics, Markdown and an HTML page with plots."""
+"""Reports over many runs: the run-table (one row per run), the published-form tables per group,
+condition and data mode, seed statistics, Markdown, JSON and HTML with plots."""
 
 from rexmle.report.collect import RunResult, collect_runs
 from rexmle.report.render import write_report
-from rexmle.report.tables import leaderboard_table, seed_statistics
+from rexmle.report.runtable import run_table, write_run_table
+from rexmle.report.tables import leaderboard_table, leaderboard_tables, seed_statistics
 
-__all__ = ["RunResult", "collect_runs", "leaderboard_table", "seed_statistics", "write_report"]
+__all__ = [
+    "RunResult",
+    "collect_runs",
+    "leaderboard_table",
+    "leaderboard_tables",
+    "run_table",
+    "seed_statistics",
+    "write_report",
+    "write_run_table",
+]

@@ -1,20 +1,33 @@
 """Collect run results from a runs dir: ``<runs>/<group>/<task>/<agent>/seed-<k>/``.
 
-Each run folder holds ``run.json`` (its ``status``) and, when grading happened, ``grade.json``
-(the grade report). A run without a valid grade counts as a failure: headline value 0, percentile 0.
+Each run folder holds ``run.json`` (its ``status``, config, sandbox, optional ``llm``,
+``condition``, ``experiment``, ``scheduler``, ``agent_env``) and, when grading happened,
+``grade.json`` (the grade report). One :class:`RunResult` per run folder; every table and plot
+of a report is computed from these rows (see :mod:`rexmle.report.runtable`).
+
+Definitions used everywhere in the report:
+
+- *finished*: the run has a final status (not ``running``, not ``cancelled``). Unfinished runs
+  are listed but never scored: they run again.
+- *scored*: finished and not ``infra_error`` (a harness failure is never the agent's fault).
+- *FAIL*: a scored run without a valid graded submission: headline value None, percentile 0.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from rexmle.challenges.registry import all_tasks
 from rexmle.errors import RexmleError
 
 _SEED = re.compile(r"^seed-(\d+)$")
+UNFINISHED_STATUSES = frozenset({"running", "cancelled"})
+"""Statuses of runs that have not ended (they run again); never scored."""
+UNSCORED_STATUSES = UNFINISHED_STATUSES | {"infra_error", "unknown"}
+"""Statuses that never count for or against an agent."""
 
 
 @dataclass(frozen=True)
@@ -36,12 +49,72 @@ class RunResult:
     metrics: dict[str, float]
     reasons: list[str]
     path: Path
+    condition: str = ""
+    """The run's experimental condition (run.json ``condition``), empty when none."""
+    experiment: str = ""
+    mini: bool | None = None
+    """True for runs on the synthetic mini data; None when run.json does not say."""
+    isolated: bool | None = None
+    """Whether the sandbox isolated files (False for the ``local`` sandbox)."""
+    sandbox_kind: str = ""
+    network: str = ""
+    """The agent's network mode (run.json ``sandbox.network``), empty when not recorded."""
+    error: str | None = None
+    """run.json ``error``: why the run ended as it did, when the harness knows."""
+    exit_code: int | None = None
+    time_limit_s: float | None = None
+    agent_seconds: float | None = None
+    validation_requests: int = 0
+    has_submission: bool = False
+    """Whether the graded copy of ``submission/`` holds a submission.csv."""
+    llm: dict[str, object] = field(default_factory=dict)
+    """run.json ``llm`` totals when the gateway recorded them (tokens, cost, requests)."""
+    extra: dict[str, object] = field(default_factory=dict)
+    """run.json ``scheduler`` and ``agent_env`` when present."""
+
+    @property
+    def finished(self) -> bool:
+        """The run ended (its status is final)."""
+        return self.status not in UNFINISHED_STATUSES
+
+    @property
+    def scored(self) -> bool:
+        """The run counts for its agent: finished and not a harness failure."""
+        return self.status not in UNSCORED_STATUSES
+
+    @property
+    def failed(self) -> bool:
+        """A scored run without a valid graded submission (a FAIL cell)."""
+        return self.scored and not self.valid
+
+    @property
+    def data(self) -> str:
+        """``mini``, ``full`` or ``unknown``: which data the run used."""
+        return "unknown" if self.mini is None else ("mini" if self.mini else "full")
+
+    @property
+    def reason(self) -> str:
+        """The first reason the run is not a valid graded submission, or ''."""
+        if self.valid:
+            return ""
+        if self.reasons:
+            return self.reasons[0]
+        if self.error:
+            return self.error.splitlines()[0]
+        if not self.has_submission and self.finished:
+            return "no submission.csv was written"
+        return ""
 
 
-def _read_json(path: Path) -> dict[str, object]:
+def read_json_object(path: Path) -> dict[str, object]:
+    """A JSON file that must hold an object.
+
+    Raises:
+        RexmleError: unreadable, not JSON, or not an object.
+    """
     try:
         loaded = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as err:
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as err:
         msg = f"cannot read {path}: {err}"
         raise RexmleError(msg) from err
     if not isinstance(loaded, dict):
@@ -50,8 +123,87 @@ def _read_json(path: Path) -> dict[str, object]:
     return loaded
 
 
+def _dict(value: object) -> dict[str, object]:
+    return value if isinstance(value, dict) else {}
+
+
+def _label(value: object) -> str:
+    """A condition or experiment as one string (a mapping becomes sorted key=value pairs)."""
+    if value is None:
+        return ""
+    if isinstance(value, dict):
+        for key in ("name", "id", "label"):
+            if isinstance(value.get(key), str):
+                return str(value[key])
+        return ",".join(f"{k}={value[k]}" for k in sorted(value))
+    return str(value)
+
+
+def _float_or_none(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def result_from_folder(folder: Path, *, group: str, task: str, agent: str, seed: int) -> RunResult:
+    """The :class:`RunResult` of one run folder (run.json required, grade.json optional).
+
+    Raises:
+        RexmleError: run.json or grade.json is unreadable.
+    """
+    record = read_json_object(folder / "run.json")
+    grade_path = folder / "grade.json"
+    grade = read_json_object(grade_path) if grade_path.is_file() else {}
+    headline = all_tasks()[task].headline.key
+    valid = bool(grade.get("valid"))
+    metrics = {str(k): float(v) for k, v in _dict(grade.get("metrics")).items()}  # type: ignore[arg-type]
+    ranking = _dict(grade.get("ranking"))
+    raw_reasons = grade.get("reasons")
+    reasons = [str(r) for r in raw_reasons] if isinstance(raw_reasons, list) else []
+    config = _dict(record.get("config"))
+    sandbox = _dict(record.get("sandbox"))
+    timings = _dict(record.get("timings_s"))
+    mini = config.get("mini")
+    isolated = sandbox.get("isolated")
+    network = sandbox.get("network")
+    if isinstance(network, dict):
+        network = network.get("mode", json.dumps(network, sort_keys=True))
+    medal = ranking.get("medal")
+    return RunResult(
+        group=group,
+        task=task,
+        agent=agent,
+        seed=seed,
+        status=str(record.get("status", "unknown")),
+        valid=valid,
+        headline_key=headline,
+        headline_value=metrics.get(headline) if valid else None,
+        percentile=float(ranking.get("percentile", 0.0)) if valid else 0.0,  # type: ignore[arg-type]
+        medal=str(medal) if valid and medal else None,
+        above_median=bool(ranking.get("above_median", False)) if valid else False,
+        metrics=metrics if valid else {},
+        reasons=reasons,
+        path=folder,
+        condition=_label(record.get("condition")),
+        experiment=_label(record.get("experiment")),
+        mini=mini if isinstance(mini, bool) else None,
+        isolated=isolated if isinstance(isolated, bool) else None,
+        sandbox_kind=str(sandbox.get("kind", "")),
+        network="" if network is None else str(network),
+        error=str(record["error"]) if record.get("error") else None,
+        exit_code=record.get("exit_code") if isinstance(record.get("exit_code"), int) else None,  # type: ignore[arg-type]
+        time_limit_s=_float_or_none(config.get("time_limit_s")),
+        agent_seconds=_float_or_none(timings.get("agent")),
+        validation_requests=int(record.get("validation_requests", 0) or 0),  # type: ignore[call-overload]
+        has_submission=(folder / "submission" / "submission.csv").is_file(),
+        llm=_dict(record.get("llm")),
+        extra={k: record[k] for k in ("scheduler", "agent_env") if record.get(k) is not None},
+    )
+
+
 def collect_runs(runs_dir: Path) -> list[RunResult]:
     """Every run under ``runs_dir``, sorted by (group, task, agent, seed).
+
+    A run folder is ``<group...>/<task>/<agent>/seed-<k>/`` with a run.json; folders of unknown
+    tasks are skipped.
 
     Raises:
         RexmleError: the folder does not exist, or a run.json/grade.json is unreadable.
@@ -68,36 +220,13 @@ def collect_runs(runs_dir: Path) -> list[RunResult]:
         match = _SEED.match(folder.name)
         if match is None or len(relative) < 3:
             continue
+        if any(_SEED.match(part) for part in relative[:-1]):
+            continue  # inside another run's folder (its workspace is the agent's to write)
         task, agent = relative[-3], relative[-2]
-        group = "/".join(relative[:-3]) or "."
         if task not in tasks:
             continue
-        record = _read_json(run_json)
-        grade_path = folder / "grade.json"
-        grade = _read_json(grade_path) if grade_path.is_file() else None
-        headline = tasks[task].headline.key
-        valid = bool(grade and grade.get("valid"))
-        metrics = {k: float(v) for k, v in (grade or {}).get("metrics", {}).items()}  # type: ignore[union-attr]
-        ranking = (grade or {}).get("ranking")
-        if not isinstance(ranking, dict):
-            ranking = {}
-        reasons = [str(r) for r in (grade or {}).get("reasons", [])]  # type: ignore[union-attr]
+        group = "/".join(relative[:-3]) or "."
         results.append(
-            RunResult(
-                group=group,
-                task=task,
-                agent=agent,
-                seed=int(match.group(1)),
-                status=str(record.get("status", "unknown")),
-                valid=valid,
-                headline_key=headline,
-                headline_value=metrics.get(headline) if valid else None,
-                percentile=float(ranking.get("percentile", 0.0)) if valid else 0.0,
-                medal=ranking.get("medal") if valid else None,  # type: ignore[arg-type]
-                above_median=bool(ranking.get("above_median", False)) if valid else False,
-                metrics=metrics if valid else {},
-                reasons=reasons,
-                path=folder,
-            )
+            result_from_folder(folder, group=group, task=task, agent=agent, seed=int(match[1]))
         )
     return sorted(results, key=lambda r: (r.group, r.task, r.agent, r.seed))

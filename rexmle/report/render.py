@@ -1,197 +1,336 @@
-"""Write a report as Markdown, JSON and a self-contained HTML page with plots (PNG, base64)."""
+"""Write a report as Markdown, JSON and a self-contained HTML page with SVG plots.
+
+Every number comes from the run-table (:func:`rexmle.report.runtable.run_table`) through the
+functions of :mod:`rexmle.report.tables`; this module only lays them out.
+"""
 
 from __future__ import annotations
 
-import base64
 import html
-import io
 import json
+import math
 from collections.abc import Sequence
-from dataclasses import asdict
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from rexmle import __version__
 from rexmle.report.collect import RunResult
-from rexmle.report.tables import leaderboard_table, seed_statistics, task_order
+from rexmle.report.plots import gap_to_human, mean_percentile_bars, percentile_heatmap
+from rexmle.report.runtable import run_table
+from rexmle.report.tables import (
+    NOT_ISOLATED_MARK,
+    TableKey,
+    failures_table,
+    human_best,
+    key_label,
+    leaderboard_sources,
+    leaderboard_tables,
+    performance_overview,
+    seed_statistics,
+)
+
+MINI_BANNER = (
+    "MINI DATA: {n} run(s) used the synthetic mini suite. Their values and percentiles rank "
+    "synthetic results against the REAL human leaderboards: they test the pipeline and say "
+    "nothing about how an agent performs on the challenge."
+)
+STYLE = (
+    "body{font-family:system-ui,sans-serif;margin:2em;max-width:1400px}"
+    "table{border-collapse:collapse;font-size:13px;margin-bottom:1em}td,th{padding:3px 8px;"
+    "border-bottom:1px solid #ddd;text-align:right}th{background:#f3f3f3}"
+    ".banner{padding:.6em 1em;margin:.6em 0;border-radius:4px;font-weight:600}"
+    ".mini{background:#ffe08a;border:2px solid #b58900}"
+    ".warn{background:#fde2e1;border:2px solid #c0392b}"
+    ".note{background:#eef3fb;border:1px solid #9bb3d9;font-weight:normal}"
+    "svg.plot{display:block;margin:1em 0}td.reason{text-align:left;max-width:60em}"
+)
 
 
-def _markdown_table(frame: pd.DataFrame) -> str:
-    if frame.empty:
-        return "_no runs_\n"
-    header = "| " + " | ".join(str(c) for c in frame.columns) + " |"
-    rule = "|" + "|".join("---" for _ in frame.columns) + "|"
-    body = [
-        "| " + " | ".join(_cell(v) for v in row) + " |" for row in frame.itertuples(index=False)
-    ]
-    return "\n".join([header, rule, *body]) + "\n"
+@dataclass(frozen=True)
+class Banner:
+    """A warning shown at the top of every report format."""
+
+    kind: str
+    """``mini``, ``warn`` or ``note``."""
+    text: str
+
+
+def banners(frame: pd.DataFrame) -> list[Banner]:
+    """The warnings a reader must see first: mini data, no isolation, unscored runs."""
+    found: list[Banner] = []
+    n_mini = int((frame["data"] == "mini").sum())
+    if n_mini:
+        found.append(Banner("mini", MINI_BANNER.format(n=n_mini)))
+    n_open = int((frame["isolated"] == False).sum())  # noqa: E712
+    if n_open:
+        found.append(
+            Banner(
+                "warn",
+                f"NOT ISOLATED: {n_open} run(s) used a sandbox that does not isolate files or "
+                f"network (local); their cells are marked {NOT_ISOLATED_MARK}.",
+            )
+        )
+    unfinished = frame[~frame["finished"]]
+    if not unfinished.empty:
+        found.append(
+            Banner(
+                "note",
+                f"{len(unfinished)} run(s) have not finished (running or cancelled); they are "
+                "not scored and run again on the next `rexmle run`.",
+            )
+        )
+    infra = frame[frame["status"] == "infra_error"]
+    if not infra.empty:
+        found.append(
+            Banner(
+                "note",
+                f"{len(infra)} run(s) ended with a harness error (infra_error); they are not "
+                "scored for or against their agent (`rexmle run --retry-failed` reruns them).",
+            )
+        )
+    return found
 
 
 def _cell(value: object) -> str:
     if isinstance(value, float):
-        return "" if np.isnan(value) else f"{value:.4g}"
+        return "n/a" if math.isnan(value) else f"{value:.4g}"
+    if value is None or value is pd.NA:
+        return ""
     return str(value)
 
 
-def render_markdown(results: Sequence[RunResult]) -> str:
-    """The report as Markdown: leaderboard table, per-agent and per-task seed statistics."""
-    board = leaderboard_table(results)
-    per_task, per_agent = seed_statistics(results)
-    failures = [r for r in results if not r.valid]
+def _markdown_table(frame: pd.DataFrame) -> str:
+    if frame.empty:
+        return "_none_\n"
+    header = "| " + " | ".join(str(c) for c in frame.columns) + " |"
+    rule = "|" + "|".join("---" for _ in frame.columns) + "|"
+    body = [
+        "| " + " | ".join(_cell(v).replace("|", "\\|").replace("\n", " ") for v in row) + " |"
+        for row in frame.itertuples(index=False)
+    ]
+    return "\n".join([header, rule, *body]) + "\n"
+
+
+def _html_table(frame: pd.DataFrame, css: str = "table") -> str:
+    if frame.empty:
+        return "<p><em>none</em></p>"
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in frame.columns)
+    body = []
+    for row in frame.itertuples(index=False):
+        cells = []
+        for column, value in zip(frame.columns, row, strict=True):
+            klass = " class='reason'" if column == "reason" else ""
+            cells.append(f"<td{klass}>{html.escape(_cell(value))}</td>")
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    return (
+        f"<table class='{css}'><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+    )
+
+
+def _key_parts(table: pd.DataFrame, key: TableKey) -> pd.DataFrame:
+    if table.empty:
+        return table
+    group, condition, data = key
+    mask = (table["group"] == group) & (table["condition"] == condition) & (table["data"] == data)
+    return table[mask].drop(columns=["group", "condition", "data"])
+
+
+@dataclass(frozen=True)
+class ReportContent:
+    """Everything a report shows, computed once from the run-table."""
+
+    frame: pd.DataFrame
+    boards: list[tuple[TableKey, pd.DataFrame]]
+    per_task: pd.DataFrame
+    per_agent: pd.DataFrame
+    overview: pd.DataFrame
+    sources: pd.DataFrame
+    failures: pd.DataFrame
+    banners: list[Banner]
+
+
+def report_content(results: Sequence[RunResult]) -> ReportContent:
+    """Compute every table of the report from the runs."""
+    frame = run_table(results)
+    per_task, per_agent = seed_statistics(frame)
+    return ReportContent(
+        frame=frame,
+        boards=leaderboard_tables(frame),
+        per_task=per_task,
+        per_agent=per_agent,
+        overview=performance_overview(frame),
+        sources=leaderboard_sources(list(frame["task"].unique())),
+        failures=failures_table(frame),
+        banners=banners(frame),
+    )
+
+
+def _agents_view(per_agent: pd.DataFrame) -> pd.DataFrame:
+    return per_agent.drop(columns=["method"]) if not per_agent.empty else per_agent
+
+
+def _method(per_agent: pd.DataFrame) -> str:
+    return str(per_agent["method"].iloc[0]) if not per_agent.empty else ""
+
+
+def _key_sections(
+    content: ReportContent, key: TableKey, board: pd.DataFrame
+) -> list[tuple[str, pd.DataFrame | str]]:
+    """(heading, table or sentence) of one (group, condition, data) part, in report order."""
+    return [
+        ("Leaderboard (headline value, percentile rank against the human leaderboard)", board),
+        (
+            "Agents (mean percentile over the tasks run)",
+            _agents_view(_key_parts(content.per_agent, key)),
+        ),
+        ("Interval", f"{_method(content.per_agent)}."),
+        (
+            "Performance overview (mean headline value per category, FAIL = 0)",
+            _key_parts(content.overview, key),
+        ),
+        ("Seeds per agent and task", _key_parts(content.per_task, key)),
+    ]
+
+
+def render_markdown(results: Sequence[RunResult], *, extra_sections: Sequence[str] = ()) -> str:
+    """The report as Markdown: banners, then per (group, condition, data) the published table,
+    agent statistics, the performance overview and seed statistics; leaderboard sources;
+    failed runs with reasons. ``extra_sections`` (Markdown) are appended."""
+    content = report_content(results)
     parts = [
         "# ReX-MLE report\n",
-        f"{len(results)} runs; rexmle {__version__}; "
+        f"{len(content.frame)} runs; rexmle {__version__}; "
         f"{datetime.now(UTC).isoformat(timespec='seconds')}\n",
-        "## Leaderboard (headline metric, percentile rank against the human leaderboard)\n",
-        _markdown_table(board),
-        "## Agents (mean percentile over tasks, 95 % bootstrap CI over tasks)\n",
-        _markdown_table(per_agent),
-        "## Seeds per agent and task\n",
-        _markdown_table(per_task),
     ]
-    if failures:
-        parts.append("## Failed runs\n")
-        rows = [
-            {
-                "agent": r.agent,
-                "task": r.task,
-                "seed": r.seed,
-                "status": r.status,
-                "reason": (r.reasons[0] if r.reasons else "")[:160],
-            }
-            for r in failures
-        ]
-        parts.append(_markdown_table(pd.DataFrame(rows)))
+    parts += [f"> **{b.text}**\n" for b in content.banners]
+    for key, board in content.boards:
+        parts.append(f"## {key_label(key)}\n")
+        for heading, item in _key_sections(content, key, board):
+            parts.append(f"### {heading}\n")
+            parts.append(_markdown_table(item) if isinstance(item, pd.DataFrame) else f"{item}\n")
+    parts += [
+        "## Human leaderboards (source and number of rows N)\n",
+        _markdown_table(content.sources),
+        "## Failed runs\n",
+        _markdown_table(content.failures),
+        *extra_sections,
+    ]
     return "\n".join(parts)
 
 
-def _png(figure: object) -> str:
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=110, bbox_inches="tight")  # type: ignore[attr-defined]
-    return base64.b64encode(buffer.getvalue()).decode("ascii")
+def html_banners(found: Sequence[Banner]) -> str:
+    """Banner paragraphs for an HTML page."""
+    return "".join(f"<p class='banner {b.kind}'>{html.escape(b.text)}</p>" for b in found)
 
 
-def _plots(results: Sequence[RunResult]) -> list[tuple[str, str]]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    agents = sorted({r.agent for r in results})
-    tasks = task_order([r.task for r in results])
-    if not agents or not tasks:
-        return []
-    grid = np.zeros((len(tasks), len(agents)))
-    for i, task in enumerate(tasks):
-        for j, agent in enumerate(agents):
-            runs = [r.percentile for r in results if r.task == task and r.agent == agent]
-            grid[i, j] = 100 * float(np.mean(runs)) if runs else np.nan
-    figures = []
-    fig, ax = plt.subplots(figsize=(1.6 + 1.3 * len(agents), 0.35 * len(tasks) + 1.5))
-    image = ax.imshow(grid, cmap="viridis", vmin=0, vmax=100, aspect="auto")
-    ax.set_xticks(range(len(agents)), agents, rotation=30, ha="right")
-    ax.set_yticks(range(len(tasks)), tasks)
-    for i in range(len(tasks)):
-        for j in range(len(agents)):
-            if not np.isnan(grid[i, j]):
-                colour = "white" if grid[i, j] < 50 else "black"
-                ax.text(
-                    j, i, f"{grid[i, j]:.0f}", ha="center", va="center", color=colour, fontsize=8
-                )
-    fig.colorbar(image, ax=ax, label="percentile (%)")
-    ax.set_title("Percentile rank against the human leaderboard")
-    figures.append(("Percentile per task and agent", _png(fig)))
-    plt.close(fig)
-
-    figures.append(
-        ("Headline value relative to the best human value", _gap_plot(results, tasks, agents))
-    )
-
-    _, per_agent = seed_statistics(results)
-    fig, ax = plt.subplots(figsize=(1.5 + 1.2 * len(agents), 3.2))
-    means = 100 * per_agent["mean_percentile"].to_numpy()
-    low = means - 100 * per_agent["ci95_low"].to_numpy()
-    high = 100 * per_agent["ci95_high"].to_numpy() - means
-    ax.bar(per_agent["agent"], means, yerr=[low, high], capsize=4, color="#4c72b0")
-    ax.set_ylabel("mean percentile (%)")
-    ax.set_ylim(0, 100)
-    ax.set_title("Mean percentile over tasks (95 % bootstrap CI)")
-    figures.append(("Mean percentile per agent", _png(fig)))
-    plt.close(fig)
-    return figures
-
-
-def _gap_plot(results: Sequence[RunResult], tasks: list[str], agents: list[str]) -> str:
-    """Grouped bars: mean headline value over valid seeds / best human value, per task."""
-    import matplotlib.pyplot as plt
-
-    from rexmle.challenges.registry import all_tasks
-    from rexmle.report.tables import human_best
-
-    specs = all_tasks()
-    fig, ax = plt.subplots(figsize=(7.5, 0.32 * len(tasks) * max(1, len(agents)) / 1.5 + 1.5))
-    height = 0.8 / len(agents)
-    for j, agent in enumerate(agents):
-        ratios = []
-        for task in tasks:
-            values = [
-                r.headline_value
-                for r in results
-                if r.task == task and r.agent == agent and r.headline_value is not None
-            ]
-            best = human_best(task)
-            if not values or best == 0:
-                ratios.append(0.0)
-            elif specs[task].headline.higher_is_better:
-                ratios.append(float(np.mean(values)) / best)
-            else:
-                ratios.append(best / max(float(np.mean(values)), 1e-12))
-        positions = np.arange(len(tasks)) + j * height
-        ax.barh(positions, ratios, height=height, label=agent)
-    ax.axvline(1.0, color="black", linestyle="--", linewidth=1, label="best human")
-    ax.set_yticks(np.arange(len(tasks)) + 0.4 - height / 2, tasks)
-    ax.invert_yaxis()
-    ax.set_xlabel("headline value / best human value (FAIL = 0)")
-    ax.legend(loc="lower right", fontsize=8)
-    ax.set_title("Gap to the best human team")
-    encoded = _png(fig)
-    plt.close(fig)
-    return encoded
-
-
-def render_html(results: Sequence[RunResult]) -> str:
-    """A self-contained HTML page: tables and embedded plots."""
-    board = leaderboard_table(results)
-    per_task, per_agent = seed_statistics(results)
-    sections = [
-        "<h2>Leaderboard</h2>",
-        board.to_html(index=False, escape=True, border=0, classes="table"),
-        "<h2>Agents</h2>",
-        per_agent.to_html(index=False, escape=True, border=0, float_format="%.4f"),
-    ]
-    for title, png in _plots(results):
-        sections.append(f"<h2>{html.escape(title)}</h2>")
-        sections.append(f'<img alt="{html.escape(title)}" src="data:image/png;base64,{png}">')
-    sections += [
-        "<h2>Seeds per agent and task</h2>",
-        per_task.to_html(index=False, escape=True, border=0, float_format="%.4f"),
-    ]
-    style = (
-        "body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px}"
-        "table{border-collapse:collapse;font-size:13px}td,th{padding:3px 8px;"
-        "border-bottom:1px solid #ddd;text-align:right}th{background:#f3f3f3}"
-    )
-    stamp = datetime.now(UTC).isoformat(timespec="seconds")
+def page(title: str, body: str, *, script: str = "") -> str:
+    """A complete self-contained HTML page (inline style, optional inline script)."""
+    tail = f"<script>{script}</script>" if script else ""
     return (
-        f"<!doctype html><html><head><meta charset='utf-8'><title>ReX-MLE report</title>"
-        f"<style>{style}</style></head><body><h1>ReX-MLE report</h1>"
-        f"<p>{len(results)} runs · rexmle {__version__} · {stamp}</p>"
-        + "\n".join(sections)
-        + "</body></html>\n"
+        "<!doctype html><html><head><meta charset='utf-8'>"
+        f"<title>{html.escape(title)}</title><style>{STYLE}</style></head><body>"
+        f"{body}{tail}</body></html>\n"
     )
+
+
+def plots_for(content: ReportContent, key: TableKey) -> list[tuple[str, str]]:
+    """(file stem, SVG) of one key's plots: heatmap, mean percentile bars, gap to human."""
+    per_task = _key_parts(content.per_task, key)
+    per_agent = _key_parts(content.per_agent, key)
+    if per_task.empty:
+        return []
+    label = key_label(key)
+    human = {t: human_best(t) for t in per_task["task"].unique()}
+    return [
+        ("percentile-heatmap", percentile_heatmap(per_task, f"Percentile per task — {label}")),
+        ("mean-percentile", mean_percentile_bars(per_agent, f"Mean percentile — {label}")),
+        ("gap-to-human", gap_to_human(per_task, human, f"Gap to the best human — {label}")),
+    ]
+
+
+def render_html(
+    results: Sequence[RunResult],
+    *,
+    run_links: dict[str, str] | None = None,
+    extra_sections: Sequence[str] = (),
+) -> str:
+    """A self-contained HTML page: banners, tables, inline SVG plots, failures with reasons.
+
+    ``run_links`` maps a run's folder path to the relative link of its run page (run browser).
+    """
+    content = report_content(results)
+    stamp = datetime.now(UTC).isoformat(timespec="seconds")
+    sections = [
+        "<h1>ReX-MLE report</h1>",
+        f"<p>{len(content.frame)} runs · rexmle {__version__} · {stamp}</p>",
+        html_banners(content.banners),
+    ]
+    for key, board in content.boards:
+        sections.append(f"<h2>{html.escape(key_label(key))}</h2>")
+        for heading, item in _key_sections(content, key, board):
+            sections.append(f"<h3>{html.escape(heading)}</h3>")
+            if isinstance(item, pd.DataFrame):
+                sections.append(_html_table(item))
+            else:
+                sections.append(f"<p class='banner note'>{html.escape(item)}</p>")
+            if heading.startswith("Performance overview"):
+                sections += [svg for _, svg in plots_for(content, key)]
+    sections += [
+        "<h2>Human leaderboards</h2>",
+        _html_table(content.sources),
+        "<h2 id='failures'>Failed runs</h2>",
+        _failures_html(content.failures, run_links or {}, content.frame),
+        *extra_sections,
+    ]
+    return page("ReX-MLE report", "\n".join(sections))
+
+
+def _failures_html(failures: pd.DataFrame, links: dict[str, str], frame: pd.DataFrame) -> str:
+    if failures.empty or not links:
+        return _html_table(failures)
+    paths = frame[~frame["valid"]]["path"].tolist()
+    rows = []
+    for row, path in zip(failures.itertuples(index=False), paths, strict=True):
+        link = links.get(str(path))
+        cells = [html.escape(_cell(v)) for v in row]
+        if link:
+            cells[5] = f"<a href='{html.escape(link)}'>{cells[5]}</a>"
+        rows.append(
+            "<tr>"
+            + "".join(
+                f"<td{' class=reason' if i == 7 else ''}>{c}</td>" for i, c in enumerate(cells)
+            )
+            + "</tr>"
+        )
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in failures.columns)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+
+
+def render_json(results: Sequence[RunResult]) -> str:
+    """Runs (the run-table as records) and every table, as JSON."""
+    content = report_content(results)
+
+    def records(frame: pd.DataFrame) -> object:
+        return json.loads(frame.to_json(orient="records")) if not frame.empty else []
+
+    payload = {
+        "rexmle_version": __version__,
+        "banners": [{"kind": b.kind, "text": b.text} for b in content.banners],
+        "runs": records(content.frame),
+        "per_task": records(content.per_task),
+        "per_agent": records(content.per_agent),
+        "overview": records(content.overview),
+        "leaderboards": [
+            {"group": k[0], "condition": k[1], "data": k[2], "table": records(board)}
+            for k, board in content.boards
+        ],
+        "sources": records(content.sources),
+        "failures": records(content.failures),
+    }
+    return json.dumps(payload, indent=2) + "\n"
 
 
 def write_report(
@@ -205,20 +344,8 @@ def write_report(
     for path, text in (
         (markdown, lambda: render_markdown(results)),
         (html_path, lambda: render_html(results)),
-        (json_path, lambda: _json(results)),
+        (json_path, lambda: render_json(results)),
     ):
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text(), encoding="utf-8")
-
-
-def _json(results: Sequence[RunResult]) -> str:
-    per_task, per_agent = seed_statistics(results)
-    payload = {
-        "rexmle_version": __version__,
-        "runs": [{**asdict(r), "path": str(r.path)} for r in results],
-        "per_task": json.loads(per_task.to_json(orient="records")),
-        "per_agent": json.loads(per_agent.to_json(orient="records")),
-        "leaderboard": json.loads(leaderboard_table(results).to_json(orient="records")),
-    }
-    return json.dumps(payload, indent=2) + "\n"

@@ -1,33 +1,50 @@
-"""Tables of a report: the published-form leaderboard and per-seed statistics.
+"""Tables of a report, all computed from the run-table (:mod:`rexmle.report.runtable`).
 
 Published form (spec/paper-results.md): one row per task, grouped by category (segmentation,
 detection, classification, image quality & enhancement; tasks alphabetical within a category), per
 agent the headline value and the percentile rank, the best human value, and an "overall mean
-percentile" row. A task where an agent has no valid submission shows FAIL and counts as percentile 0.
-With several seeds, the value is the mean over valid seeds and the percentile the mean over all
-seeds (a failed seed counts 0).
+percentile" row. Rules:
+
+- Runs are compared only within one (group, condition, data) combination: one table each; two
+  groups are never pooled.
+- Only scored runs count (finished, not ``infra_error``; see :mod:`rexmle.report.collect`).
+- A cell whose agent has scored runs but no valid submission shows FAIL (percentile 0); a task
+  an agent never ran is empty, not FAIL, and is left out of its overall mean.
+- With several seeds, the value is the mean over valid seeds and the percentile the mean over
+  scored seeds (a failed seed counts 0).
+- A value from a run in a non-isolated sandbox carries ``NOT_ISOLATED_MARK``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import hashlib
+from collections.abc import Iterator, Sequence
+from importlib import resources
 
 import numpy as np
 import pandas as pd
 
 from rexmle.challenges.registry import all_tasks
+from rexmle.errors import RexmleError
 from rexmle.ranking import load_leaderboard
 from rexmle.report.collect import RunResult
+from rexmle.report.runtable import (
+    CATEGORY_OF_TYPE,
+    CATEGORY_ORDER,
+    TABLE_KEY,
+    run_table,
+)
+from rexmle.report.stats import (
+    BOOTSTRAP_METHOD,
+    hierarchical_bootstrap,
+    sample_std,
+    sem_over_seeds,
+)
 
-CATEGORY_OF_TYPE = {
-    "segmentation": "segmentation",
-    "detection": "detection",
-    "classification": "classification",
-    "regression": "image quality & enhancement",
-    "enhancement": "image quality & enhancement",
-}
-CATEGORY_ORDER = ("segmentation", "detection", "classification", "image quality & enhancement")
 FAIL = "FAIL"
+NOT_RUN = ""
+NOT_ISOLATED_MARK = "†"
+TableKey = tuple[str, str, str]
 
 
 def human_best(task_id: str) -> float:
@@ -48,17 +65,57 @@ def task_order(task_ids: Sequence[str]) -> list[str]:
     return sorted(set(task_ids), key=key)
 
 
+def key_label(key: TableKey) -> str:
+    """``group``, with ``condition`` and ``[MINI data]`` when they apply."""
+    group, condition, data = key
+    label = group if not condition else f"{group} · condition {condition}"
+    if data == "mini":
+        label += " · MINI data (synthetic)"
+    elif data == "unknown":
+        label += " · data mode not recorded"
+    return label
+
+
+def split_by_key(frame: pd.DataFrame) -> Iterator[tuple[TableKey, pd.DataFrame]]:
+    """The run-table split into its (group, condition, data) parts, in sorted order."""
+    if frame.empty:
+        return
+    for key, part in frame.groupby(list(TABLE_KEY), sort=True):
+        yield (str(key[0]), str(key[1]), str(key[2])), part
+
+
+def _frame(results: Sequence[RunResult] | pd.DataFrame) -> pd.DataFrame:
+    return results if isinstance(results, pd.DataFrame) else run_table(results)
+
+
+def _one_key(frame: pd.DataFrame) -> pd.DataFrame:
+    keys = {tuple(k) for k in frame[list(TABLE_KEY)].itertuples(index=False)}
+    if len(keys) > 1:
+        listed = "; ".join(key_label(k) for k in sorted(keys))  # type: ignore[arg-type]
+        msg = f"runs of several groups/conditions/data modes cannot share one table: {listed}"
+        raise RexmleError(msg)
+    return frame
+
+
 def leaderboard_table(
-    results: Sequence[RunResult], *, tasks: Sequence[str] | None = None
+    results: Sequence[RunResult] | pd.DataFrame, *, tasks: Sequence[str] | None = None
 ) -> pd.DataFrame:
-    """The published-form table (one row per task + the overall row), values as display strings.
+    """The published-form table of ONE (group, condition, data); values as display strings.
 
     Columns: task, category, metric, then ``<agent> value`` and ``<agent> rank`` per agent, then
-    ``human``. Rank cells are percentiles in percent with no decimals, or "--" for FAIL.
+    ``human`` (best human value) and ``human N`` (leaderboard rows). Rank cells are percentiles
+    in percent with no decimals, or "--" for FAIL; both cells are empty where the agent never
+    ran the task. The last two rows: ``Tasks run`` (per agent) and ``Overall mean percentile``
+    (mean over the tasks the agent ran).
+
+    Raises:
+        RexmleError: the runs span several groups, conditions or data modes.
     """
+    frame = _one_key(_frame(results))
+    scored = frame[frame["scored"]]
+    agents = sorted(scored["agent"].unique())
+    task_ids = task_order(tasks if tasks is not None else list(frame["task"].unique()))
     specs = all_tasks()
-    agents = sorted({r.agent for r in results})
-    task_ids = task_order(tasks if tasks is not None else [r.task for r in results])
     rows = []
     overall: dict[str, list[float]] = {a: [] for a in agents}
     for task_id in task_ids:
@@ -69,90 +126,167 @@ def leaderboard_table(
             "metric": spec.headline.key,
         }
         for agent in agents:
-            runs = [r for r in results if r.task == task_id and r.agent == agent]
-            valid = [r.headline_value for r in runs if r.headline_value is not None]
-            percentile = float(np.mean([r.percentile for r in runs])) if runs else 0.0
+            runs = scored[(scored["task"] == task_id) & (scored["agent"] == agent)]
+            mark = NOT_ISOLATED_MARK if (runs["isolated"] == False).any() else ""  # noqa: E712
+            valid = runs["headline_value"].dropna()
+            if runs.empty:
+                row[f"{agent} value"], row[f"{agent} rank"] = NOT_RUN, NOT_RUN
+                continue
+            percentile = float(runs["percentile"].mean())
             overall[agent].append(percentile)
-            if not valid:
-                row[f"{agent} value"], row[f"{agent} rank"] = FAIL, "--"
+            if valid.empty:
+                row[f"{agent} value"], row[f"{agent} rank"] = FAIL + mark, "--"
             else:
-                row[f"{agent} value"] = f"{np.mean(valid):.2f}"
+                row[f"{agent} value"] = f"{valid.mean():.2f}{mark}"
                 row[f"{agent} rank"] = f"{100 * percentile:.0f}%"
         row["human"] = f"{human_best(task_id):.2f}"
+        row["human N"] = str(load_leaderboard(task_id).n_rows)
         rows.append(row)
+    counts: dict[str, object] = {"task": "Tasks run", "category": "", "metric": ""}
     summary: dict[str, object] = {"task": "Overall mean percentile", "category": "", "metric": ""}
     for agent in agents:
+        counts[f"{agent} value"], counts[f"{agent} rank"] = "", str(len(overall[agent]))
         summary[f"{agent} value"] = ""
-        summary[f"{agent} rank"] = f"{100 * np.mean(overall[agent]):.2f}%" if task_ids else "--"
-    summary["human"] = ""
-    rows.append(summary)
+        summary[f"{agent} rank"] = (
+            f"{100 * np.mean(overall[agent]):.2f}%" if overall[agent] else "--"
+        )
+    counts["human"] = counts["human N"] = summary["human"] = summary["human N"] = ""
+    rows += [counts, summary]
     return pd.DataFrame(rows)
 
 
-def seed_statistics(
-    results: Sequence[RunResult], *, n_bootstrap: int = 2000, seed: int = 0
-) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Per (agent, task) and per agent statistics over seeds.
+def leaderboard_tables(
+    results: Sequence[RunResult] | pd.DataFrame,
+) -> list[tuple[TableKey, pd.DataFrame]]:
+    """One published-form table per (group, condition, data) that has scored runs."""
+    frame = _frame(results)
+    return [
+        (key, leaderboard_table(part)) for key, part in split_by_key(frame) if part["scored"].any()
+    ]
 
-    Per (agent, task): seeds, valid seeds, percentile mean / sample std (ddof 1; 0 for one seed) /
-    min / max, headline mean and std over valid seeds, medals. Per agent: mean percentile over all
-    (task, seed) runs and a 95 % percentile-bootstrap confidence interval of the mean over tasks
-    (tasks resampled with replacement, ``n_bootstrap`` draws, numpy Generator seeded with ``seed``).
+
+def seed_statistics(
+    results: Sequence[RunResult] | pd.DataFrame, *, n_bootstrap: int = 2000, seed: int = 0
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Per (key, agent, task) and per (key, agent) statistics of the scored runs.
+
+    Per task: seeds, valid seeds, percentile mean / sample std (ddof 1; NaN = n/a for one seed) /
+    min / max, headline mean over valid seeds and its std (NaN for fewer than two), the headline
+    mean over scored seeds with FAIL counted 0 (``headline_with_fail``), medals.
+    Per agent: tasks, runs, valid rate, mean percentile (mean over tasks of the mean over seeds),
+    SEM over seeds (:func:`rexmle.report.stats.sem_over_seeds`) and a 95 % hierarchical bootstrap
+    interval (:func:`rexmle.report.stats.hierarchical_bootstrap`, ``n_bootstrap`` draws, seed
+    ``seed``), medals, and the bootstrap method in words.
     """
-    frame = pd.DataFrame(
-        [
-            {
-                "agent": r.agent,
-                "task": r.task,
-                "seed": r.seed,
-                "valid": r.valid,
-                "status": r.status,
-                "percentile": r.percentile,
-                "headline": r.headline_value,
-                "medal": r.medal,
-            }
-            for r in results
-        ]
-    )
-    if frame.empty:
+    frame = _frame(results)
+    scored = frame[frame["scored"]]
+    if scored.empty:
         return pd.DataFrame(), pd.DataFrame()
     per_task = []
-    for (agent, task), group in frame.groupby(["agent", "task"], sort=True):
-        values = group["headline"].dropna().astype(float)
-        per_task.append(
-            {
-                "agent": agent,
-                "task": task,
-                "seeds": len(group),
-                "valid": int(group["valid"].sum()),
-                "percentile_mean": float(group["percentile"].mean()),
-                "percentile_std": float(group["percentile"].std(ddof=1)) if len(group) > 1 else 0.0,
-                "percentile_min": float(group["percentile"].min()),
-                "percentile_max": float(group["percentile"].max()),
-                "headline_mean": float(values.mean()) if len(values) else float("nan"),
-                "headline_std": float(values.std(ddof=1)) if len(values) > 1 else 0.0,
-                "medals": int(group["medal"].notna().sum()),
-            }
-        )
-    per_task_frame = pd.DataFrame(per_task)
-    rng = np.random.default_rng(seed)
     per_agent = []
-    for agent, group in per_task_frame.groupby("agent", sort=True):
-        task_means = group["percentile_mean"].to_numpy(dtype=float)
-        draws = rng.choice(task_means, size=(n_bootstrap, len(task_means)), replace=True).mean(
-            axis=1
-        )
-        runs = frame[frame["agent"] == agent]
+    method = BOOTSTRAP_METHOD.format(n=n_bootstrap, seed=seed)
+    for (group, condition, data, agent), part in scored.groupby([*TABLE_KEY, "agent"], sort=True):
+        by_task: dict[str, dict[int, float]] = {}
+        for task, runs in sorted(part.groupby("task"), key=lambda item: task_order([item[0]])):
+            percentiles = runs["percentile"].astype(float).tolist()
+            values = runs["headline_value"].dropna().astype(float).tolist()
+            by_task[str(task)] = dict(zip(runs["seed"].astype(int), percentiles, strict=True))
+            per_task.append(
+                {
+                    "group": group,
+                    "condition": condition,
+                    "data": data,
+                    "agent": agent,
+                    "task": task,
+                    "seeds": len(runs),
+                    "valid": int(runs["valid"].sum()),
+                    "percentile_mean": float(np.mean(percentiles)),
+                    "percentile_std": sample_std(percentiles),
+                    "percentile_min": float(np.min(percentiles)),
+                    "percentile_max": float(np.max(percentiles)),
+                    "headline_mean": float(np.mean(values)) if values else float("nan"),
+                    "headline_std": sample_std(values),
+                    "headline_with_fail": float(runs["headline_value"].fillna(0.0).mean()),
+                    "medals": int(runs["medal"].notna().sum()),
+                }
+            )
+        task_seed_values = [list(seeds.values()) for seeds in by_task.values()]
+        low, high = hierarchical_bootstrap(task_seed_values, n_bootstrap=n_bootstrap, seed=seed)
         per_agent.append(
             {
+                "group": group,
+                "condition": condition,
+                "data": data,
                 "agent": agent,
-                "tasks": len(group),
-                "runs": len(runs),
-                "valid_rate": float(runs["valid"].mean()),
-                "mean_percentile": float(task_means.mean()),
-                "ci95_low": float(np.quantile(draws, 0.025)),
-                "ci95_high": float(np.quantile(draws, 0.975)),
-                "medals": int(group["medals"].sum()),
+                "tasks": len(by_task),
+                "runs": len(part),
+                "valid_rate": float(part["valid"].mean()),
+                "mean_percentile": float(np.mean([np.mean(v) for v in task_seed_values])),
+                "sem": sem_over_seeds(by_task),
+                "ci95_low": low,
+                "ci95_high": high,
+                "medals": int(part["medal"].notna().sum()),
+                "method": method,
             }
         )
-    return per_task_frame, pd.DataFrame(per_agent)
+    return pd.DataFrame(per_task), pd.DataFrame(per_agent)
+
+
+def performance_overview(results: Sequence[RunResult] | pd.DataFrame) -> pd.DataFrame:
+    """Mean headline value per task category (FAIL counts 0), per (key, agent).
+
+    Definition: per task, the mean over scored seeds of the headline value with a failed seed
+    counted 0; per category, the mean of those over the category's tasks the agent ran. Every
+    headline metric is higher-is-better; a category holding a lower-is-better headline would be
+    NaN (a FAIL cannot count 0 there).
+    Columns: group, condition, data, agent, then one per category present, then ``tasks``.
+    """
+    frame = _frame(results)
+    scored = frame[frame["scored"]]
+    specs = all_tasks()
+    rows = []
+    for (group, condition, data, agent), part in scored.groupby([*TABLE_KEY, "agent"], sort=True):
+        row: dict[str, object] = {
+            "group": group,
+            "condition": condition,
+            "data": data,
+            "agent": agent,
+        }
+        for category in CATEGORY_ORDER:
+            tasks = part[part["category"] == category]
+            if tasks.empty:
+                continue
+            if any(not specs[t].headline.higher_is_better for t in tasks["task"].unique()):
+                row[category] = float("nan")
+                continue
+            per_task = tasks["headline_value"].fillna(0.0).groupby(tasks["task"]).mean()
+            row[category] = float(per_task.mean())
+        row["tasks"] = int(part["task"].nunique())
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def leaderboard_sources(task_ids: Sequence[str]) -> pd.DataFrame:
+    """Per task: the human leaderboard file, its SHA-256 (first 12 digits) and its N rows."""
+    rows = []
+    for task_id in task_order(task_ids):
+        resource = resources.files("rexmle.leaderboards").joinpath(f"{task_id}.csv")
+        digest = hashlib.sha256(resource.read_bytes()).hexdigest()[:12]
+        rows.append(
+            {
+                "task": task_id,
+                "N": load_leaderboard(task_id).n_rows,
+                "source": f"rexmle/leaderboards/{task_id}.csv",
+                "sha256": digest,
+                "metrics": ", ".join(load_leaderboard(task_id).metrics),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def failures_table(results: Sequence[RunResult] | pd.DataFrame) -> pd.DataFrame:
+    """Every run that is not a valid graded submission, with its status and first reason."""
+    frame = _frame(results)
+    rows = frame[~frame["valid"]]
+    columns = ["group", "condition", "data", "agent", "task", "seed", "status", "reason"]
+    return rows[columns].reset_index(drop=True)

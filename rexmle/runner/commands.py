@@ -269,6 +269,9 @@ def demo(
             row.status,
         )
     out.print(table, width=max(out.width, 96))
+    from rexmle.report.render import MINI_BANNER
+
+    out.print(f"[bold yellow]{MINI_BANNER.format(n=len(result.rows))}[/]", highlight=False)
     for path in result.report_files:
         out.print(f"wrote {path}")
     if any(r.status not in ("completed", "not implemented") for r in result.rows):

@@ -22,6 +22,7 @@ from rexmle.agents.dummy import copy_sample_submission
 from rexmle.agents.registry import load_agent
 from rexmle.challenges.registry import all_tasks, get_task
 from rexmle.errors import RexmleError
+from rexmle.report.render import MINI_BANNER
 from rexmle.runner.batch import ensure_prepared, implemented_tasks, plan_runs
 from rexmle.runner.executor import RunOptions, run_jobs
 from rexmle.runner.records import read_record
@@ -120,7 +121,9 @@ def write_report_files(demo_dir: Path, rows: Sequence[DemoRow], console: Console
         except (RexmleError, OSError, ValueError, TypeError) as error:
             console.print(f"[yellow]warning:[/] rexmle.report failed ({error}); writing report.md")
     (demo_dir / "report.md").write_text(
-        "# ReX-MLE demo: baseline agent on the mini suite\n\n" + markdown_table(rows),
+        "# ReX-MLE demo: baseline agent on the mini suite\n\n"
+        + f"> **{MINI_BANNER.format(n=len(rows))}**\n\n"
+        + markdown_table(rows),
         encoding="utf-8",
     )
     return [*written, demo_dir / "report.md"]

@@ -138,6 +138,10 @@ def test_demo_on_isles22(tmp_path: Path):
     assert row["beats_sample"] and row["value"] > row["sample_value"]
     assert 0.0 <= row["percentile"] <= 1.0
     assert (tmp_path / "demo" / "report.md").is_file()
+    assert (
+        "MINI DATA" in done.stdout and "MINI DATA" in (tmp_path / "demo" / "report.md").read_text()
+    )
+    assert "class='banner mini'" in (tmp_path / "demo" / "report.html").read_text()
     grade = json.loads(
         (
             tmp_path / "demo" / "runs" / "demo" / "isles22" / "baseline" / "seed-0" / "grade.json"
