@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from rexmle import __version__
 from rexmle.errors import RexmleError
+from rexmle.terminal import console
 
 app = typer.Typer(
     help="ReX-MLE: benchmark autonomous ML agents on real medical-imaging challenges.",
@@ -20,8 +20,8 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
 )
-out = Console()
-err = Console(stderr=True)
+out = console()
+err = console(stderr=True)
 
 DataDirOption = Annotated[
     Path | None,
@@ -43,20 +43,48 @@ def version() -> None:
     out.print(__version__)
 
 
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+
+
+def print_json(payload: object) -> None:
+    """Write ``payload`` to stdout as indented JSON (no colours, no wrapping)."""
+    sys.stdout.write(json.dumps(payload, indent=2) + "\n")
+
+
+def _prepared_state(prepared: dict[str, object] | None) -> str:
+    return "-" if prepared is None else ("mini" if prepared.get("mini") else "full")
+
+
 @app.command("list")
-def list_tasks(data_dir: DataDirOption = None) -> None:
+def list_tasks(data_dir: DataDirOption = None, as_json: JsonFlag = False) -> None:
     """List every task: id, family, type, modality, headline metric, prepared?"""
     from rexmle.challenges.registry import all_tasks
     from rexmle.grading.grader import task_dirs
     from rexmle.preparation import read_prepared
 
+    if as_json:
+        print_json(
+            [
+                {
+                    "id": spec.id,
+                    "family": spec.family,
+                    "type": spec.task_type,
+                    "modality": spec.modality,
+                    "headline": spec.headline.key,
+                    "higher_is_better": spec.headline.higher_is_better,
+                    "implemented": spec.is_implemented,
+                    "prepared": _prepared_state(read_prepared(task_dirs(spec.id, data_dir))),
+                }
+                for spec in all_tasks().values()
+            ]
+        )
+        return
     table = Table(title="ReX-MLE tasks")
     table.add_column("id", no_wrap=True)
     for column in ("family", "type", "modality", "headline", "implemented", "prepared"):
         table.add_column(column)
     for spec in all_tasks().values():
-        prepared = read_prepared(task_dirs(spec.id, data_dir))
-        state = "-" if prepared is None else ("mini" if prepared.get("mini") else "full")
+        state = _prepared_state(read_prepared(task_dirs(spec.id, data_dir)))
         direction = "↑" if spec.headline.higher_is_better else "↓"
         table.add_row(
             spec.id,
@@ -71,7 +99,7 @@ def list_tasks(data_dir: DataDirOption = None) -> None:
 
 
 @app.command("info")
-def info(task: str, data_dir: DataDirOption = None) -> None:
+def info(task: str, data_dir: DataDirOption = None, as_json: JsonFlag = False) -> None:
     """Show a task's spec, sources, metrics, leaderboard size and preparation state."""
     from rexmle.challenges.registry import get_task
     from rexmle.grading.grader import task_dirs
@@ -85,6 +113,26 @@ def info(task: str, data_dir: DataDirOption = None) -> None:
         raise _fail(error) from error
     dirs = task_dirs(task, data_dir)
     prepared = read_prepared(dirs)
+    if as_json:
+        thresholds = board.thresholds()
+        print_json(
+            {
+                **spec.model_dump(mode="json"),
+                "leaderboard": {
+                    "source": f"rexmle/leaderboards/{task}.csv",
+                    "n_rows": board.n_rows,
+                    "thresholds": {
+                        "gold": thresholds.gold,
+                        "silver": thresholds.silver,
+                        "bronze": thresholds.bronze,
+                        "above_median": thresholds.above_median,
+                    },
+                },
+                "data_dir": str(dirs.root),
+                "prepared": _prepared_state(prepared),
+            }
+        )
+        return
     out.print(f"[bold]{spec.id}[/] — {spec.name}")
     out.print(f"family: {spec.family}   type: {spec.task_type}   spec version: {spec.spec_version}")
     out.print(f"modality: {spec.modality}   anatomy: {spec.anatomy}")
@@ -95,7 +143,8 @@ def info(task: str, data_dir: DataDirOption = None) -> None:
     out.print(f"split: {spec.split.rule}")
     thresholds = board.thresholds()
     out.print(
-        f"leaderboard: {board.n_rows} rows; medal thresholds (mean position) gold ≤ "
+        f"leaderboard: {board.n_rows} rows (rexmle/leaderboards/{task}.csv); "
+        "medal thresholds (mean position) gold ≤ "
         f"{thresholds.gold:.4g}, silver ≤ {thresholds.silver:.4g}, bronze ≤ "
         f"{thresholds.bronze:.4g}, above median ≤ {thresholds.above_median:.4g}"
     )
@@ -340,6 +389,46 @@ def report(
     for path in (markdown_out, html_out, json_out, table_out):
         if path is not None:
             out.print(f"wrote {path}")
+
+
+@app.command("analyze")
+def analyze(
+    runs_dir: Path,
+    data_dir: DataDirOption = None,
+    json_out: Annotated[
+        Path | None, typer.Option("--json", help="Write every run's analysis as JSON.")
+    ] = None,
+) -> None:
+    """Failure analysis: taxonomy of every run, geometry diagnostics, summary per agent."""
+    from rexmle.analysis.analyze import (
+        analysis_json,
+        analysis_table,
+        analyze_runs,
+        require_runs,
+        summary_per_agent,
+    )
+    from rexmle.report import collect_runs
+
+    try:
+        results = collect_runs(runs_dir)
+        require_runs(results, runs_dir)
+        analyses = analyze_runs(results, data_dir=data_dir)
+    except RexmleError as error:
+        raise _fail(error) from error
+    for title, frame in (
+        ("runs", analysis_table(analyses).drop(columns=["evidence"])),
+        ("per agent", summary_per_agent(analyses)),
+    ):
+        table = Table(title=f"{title} ({runs_dir})")
+        for column in frame.columns:
+            table.add_column(str(column), no_wrap=True)
+        for row in frame.itertuples(index=False):
+            table.add_row(*[str(v) for v in row])
+        out.print(table)
+    if json_out is not None:
+        json_out.parent.mkdir(parents=True, exist_ok=True)
+        json_out.write_text(analysis_json(analyses), encoding="utf-8")
+        out.print(f"wrote {json_out}")
 
 
 # ---- commands of rexmle.runner (run, demo) -------------------------------------------------------

@@ -150,12 +150,28 @@ class ReportContent:
     sources: pd.DataFrame
     failures: pd.DataFrame
     banners: list[Banner]
+    taxonomy: pd.DataFrame
+    """Per agent: runs per failure class (:func:`rexmle.analysis.analyze.summary_per_agent`)."""
+    geometry: pd.DataFrame
+    """Per segmentation run examined: the geometry verdict."""
 
 
-def report_content(results: Sequence[RunResult]) -> ReportContent:
-    """Compute every table of the report from the runs."""
+def report_content(results: Sequence[RunResult], *, data_dir: Path | None = None) -> ReportContent:
+    """Compute every table of the report from the runs.
+
+    The failure analysis (:mod:`rexmle.analysis`) adds each failed run's class; geometry
+    diagnostics run only with ``data_dir`` (they need the private gold).
+    """
+    from rexmle.analysis.analyze import analysis_table, analyze_runs, summary_per_agent
+
     frame = run_table(results)
     per_task, per_agent = seed_statistics(frame)
+    analyses = analyze_runs(results, data_dir=data_dir)
+    labels = [a.failure.label for a in analyses]
+    failures = failures_table(frame)
+    failures.insert(len(failures.columns) - 1, "class", [c for c in labels if c != "valid"])
+    analysis = analysis_table(analyses)
+    geometry = analysis[analysis["geometry"] != ""] if not analysis.empty else analysis
     return ReportContent(
         frame=frame,
         boards=leaderboard_tables(frame),
@@ -163,8 +179,10 @@ def report_content(results: Sequence[RunResult]) -> ReportContent:
         per_agent=per_agent,
         overview=performance_overview(frame),
         sources=leaderboard_sources(list(frame["task"].unique())),
-        failures=failures_table(frame),
+        failures=failures,
         banners=banners(frame),
+        taxonomy=summary_per_agent(analyses),
+        geometry=geometry.drop(columns=["evidence"]) if not geometry.empty else geometry,
     )
 
 
@@ -195,11 +213,21 @@ def _key_sections(
     ]
 
 
-def render_markdown(results: Sequence[RunResult], *, extra_sections: Sequence[str] = ()) -> str:
+def _common_sections(content: ReportContent) -> list[tuple[str, pd.DataFrame]]:
+    """(heading, table) of the sections after the per-key parts, in report order."""
+    return [
+        ("Human leaderboards (source and number of rows N)", content.sources),
+        ("Failed runs", content.failures),
+        ("Failure analysis: runs per class and agent", content.taxonomy),
+        ("Geometry diagnostics of segmentation runs", content.geometry),
+    ]
+
+
+def render_markdown(results: Sequence[RunResult], *, content: ReportContent | None = None) -> str:
     """The report as Markdown: banners, then per (group, condition, data) the published table,
-    agent statistics, the performance overview and seed statistics; leaderboard sources;
-    failed runs with reasons. ``extra_sections`` (Markdown) are appended."""
-    content = report_content(results)
+    agent statistics, the performance overview and seed statistics; leaderboard sources; failed
+    runs with reasons and classes; the failure analysis."""
+    content = content or report_content(results)
     parts = [
         "# ReX-MLE report\n",
         f"{len(content.frame)} runs; rexmle {__version__}; "
@@ -211,13 +239,8 @@ def render_markdown(results: Sequence[RunResult], *, extra_sections: Sequence[st
         for heading, item in _key_sections(content, key, board):
             parts.append(f"### {heading}\n")
             parts.append(_markdown_table(item) if isinstance(item, pd.DataFrame) else f"{item}\n")
-    parts += [
-        "## Human leaderboards (source and number of rows N)\n",
-        _markdown_table(content.sources),
-        "## Failed runs\n",
-        _markdown_table(content.failures),
-        *extra_sections,
-    ]
+    for heading, table in _common_sections(content):
+        parts += [f"## {heading}\n", _markdown_table(table)]
     return "\n".join(parts)
 
 
@@ -254,14 +277,14 @@ def plots_for(content: ReportContent, key: TableKey) -> list[tuple[str, str]]:
 def render_html(
     results: Sequence[RunResult],
     *,
+    content: ReportContent | None = None,
     run_links: dict[str, str] | None = None,
-    extra_sections: Sequence[str] = (),
 ) -> str:
     """A self-contained HTML page: banners, tables, inline SVG plots, failures with reasons.
 
     ``run_links`` maps a run's folder path to the relative link of its run page (run browser).
     """
-    content = report_content(results)
+    content = content or report_content(results)
     stamp = datetime.now(UTC).isoformat(timespec="seconds")
     sections = [
         "<h1>ReX-MLE report</h1>",
@@ -278,30 +301,53 @@ def render_html(
                 sections.append(f"<p class='banner note'>{html.escape(item)}</p>")
             if heading.startswith("Performance overview"):
                 sections += [svg for _, svg in plots_for(content, key)]
-    sections += [
-        "<h2>Human leaderboards</h2>",
-        _html_table(content.sources),
-        "<h2 id='failures'>Failed runs</h2>",
-        _failures_html(content.failures, run_links or {}, content.frame),
-        *extra_sections,
-    ]
+    for heading, table in _common_sections(content):
+        anchor = " id='failures'" if heading == "Failed runs" else ""
+        sections.append(f"<h2{anchor}>{html.escape(heading)}</h2>")
+        if heading == "Failed runs":
+            sections.append(_failures_html(table, run_links or {}, content.frame))
+        else:
+            sections.append(_html_table(table))
+    if run_links:
+        sections.append("<h2>All runs</h2>" + _run_index(content.frame, run_links))
     return page("ReX-MLE report", "\n".join(sections))
+
+
+def _run_index(frame: pd.DataFrame, links: dict[str, str]) -> str:
+    columns = ["group", "condition", "data", "agent", "task", "seed", "status", "reason"]
+    rows = []
+    for path, row in zip(frame["path"], frame[columns].itertuples(index=False), strict=True):
+        cells = [html.escape(_cell(v)) for v in row]
+        link = links.get(str(path))
+        if link:
+            cells[5] = f"<a href='{html.escape(link)}'>{cells[5]}</a>"
+        rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+    head = "".join(f"<th>{c}</th>" for c in columns)
+    return (
+        "<input id='filter' placeholder='filter runs' oninput=\"for(const r of "
+        "document.querySelectorAll('#runs tbody tr'))r.style.display="
+        "r.textContent.toLowerCase().includes(this.value.toLowerCase())?'':'none'\">"
+        f"<table id='runs'><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    )
 
 
 def _failures_html(failures: pd.DataFrame, links: dict[str, str], frame: pd.DataFrame) -> str:
     if failures.empty or not links:
         return _html_table(failures)
     paths = frame[~frame["valid"]]["path"].tolist()
+    seed_at = list(failures.columns).index("seed")
+    reason_at = list(failures.columns).index("reason")
     rows = []
     for row, path in zip(failures.itertuples(index=False), paths, strict=True):
         link = links.get(str(path))
         cells = [html.escape(_cell(v)) for v in row]
         if link:
-            cells[5] = f"<a href='{html.escape(link)}'>{cells[5]}</a>"
+            cells[seed_at] = f"<a href='{html.escape(link)}'>{cells[seed_at]}</a>"
         rows.append(
             "<tr>"
             + "".join(
-                f"<td{' class=reason' if i == 7 else ''}>{c}</td>" for i, c in enumerate(cells)
+                f"<td{' class=reason' if i == reason_at else ''}>{c}</td>"
+                for i, c in enumerate(cells)
             )
             + "</tr>"
         )
@@ -309,9 +355,9 @@ def _failures_html(failures: pd.DataFrame, links: dict[str, str], frame: pd.Data
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
 
 
-def render_json(results: Sequence[RunResult]) -> str:
+def render_json(results: Sequence[RunResult], *, content: ReportContent | None = None) -> str:
     """Runs (the run-table as records) and every table, as JSON."""
-    content = report_content(results)
+    content = content or report_content(results)
 
     def records(frame: pd.DataFrame) -> object:
         return json.loads(frame.to_json(orient="records")) if not frame.empty else []
@@ -329,8 +375,15 @@ def render_json(results: Sequence[RunResult]) -> str:
         ],
         "sources": records(content.sources),
         "failures": records(content.failures),
+        "failure_classes": records(content.taxonomy),
+        "geometry": records(content.geometry),
     }
     return json.dumps(payload, indent=2) + "\n"
+
+
+def is_browser_target(path: Path) -> bool:
+    """``--html`` names a folder (the run browser) when it exists as one or has no .html name."""
+    return path.is_dir() or path.suffix.lower() not in (".html", ".htm")
 
 
 def write_report(
@@ -339,13 +392,30 @@ def write_report(
     markdown: Path | None = None,
     html_path: Path | None = None,
     json_path: Path | None = None,
-) -> None:
-    """Write the requested report files (parents created)."""
-    for path, text in (
-        (markdown, lambda: render_markdown(results)),
-        (html_path, lambda: render_html(results)),
-        (json_path, lambda: render_json(results)),
+    data_dir: Path | None = None,
+) -> list[Path]:
+    """Write the requested report files (parents created); returns the files written.
+
+    ``html_path`` naming a folder writes the run browser there (index.html and one page per
+    run, :mod:`rexmle.report.browser`); a ``.html`` name writes the single report page.
+    """
+    content = report_content(results, data_dir=data_dir)
+    written: list[Path] = []
+    for path, render in (
+        (markdown, render_markdown),
+        (json_path, render_json),
     ):
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text(), encoding="utf-8")
+            path.write_text(render(results, content=content), encoding="utf-8")
+            written.append(path)
+    if html_path is not None:
+        if is_browser_target(html_path):
+            from rexmle.report.browser import write_browser
+
+            written += write_browser(results, content, html_path)
+        else:
+            html_path.parent.mkdir(parents=True, exist_ok=True)
+            html_path.write_text(render_html(results, content=content), encoding="utf-8")
+            written.append(html_path)
+    return written

@@ -12,16 +12,17 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich import box
-from rich.console import Console
 from rich.table import Table
 
 from rexmle.errors import RexmleError
+from rexmle.terminal import console
 
 if TYPE_CHECKING:
+    from rexmle.runner.executor import RunJob
     from rexmle.runner.records import RunRecord
 
-out = Console()
-err = Console(stderr=True)
+out = console()
+err = console(stderr=True)
 
 EXIT_INTERRUPTED = 130
 
@@ -113,6 +114,9 @@ def run(
     keep_data: Annotated[
         bool, typer.Option("--keep-data", help="Keep each workspace's data/ after the run.")
     ] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print every run's record (run.json) as JSON.")
+    ] = False,
 ) -> None:
     """Run an agent on tasks (resumable): workspaces, sandbox, validation server, grading."""
     from rexmle.agents.registry import load_agent
@@ -190,9 +194,27 @@ def run(
     except KeyboardInterrupt:
         err.print("[bold red]interrupted:[/] unfinished runs will run again next time")
         raise typer.Exit(EXIT_INTERRUPTED) from None
-    _print_summary(records)
+    if as_json:
+        _print_records_json(plan.all_jobs)
+    else:
+        _print_summary(records)
     if any(r.status == "infra_error" for r in records) or problems:
         raise typer.Exit(2)
+
+
+def _print_records_json(jobs: list[RunJob]) -> None:
+    """Every run of the batch (this time's and those already done) as a JSON list of records."""
+    import json
+    import sys
+
+    from rexmle.runner.records import read_record
+
+    payload = []
+    for job in jobs:
+        record = read_record(job.folder)
+        if record is not None:
+            payload.append({"folder": str(job.folder), **record.model_dump(mode="json")})
+    sys.stdout.write(json.dumps(payload, indent=2) + "\n")
 
 
 def _print_summary(records: list[RunRecord]) -> None:

@@ -331,7 +331,7 @@ def _execute_locked(job: RunJob, options: RunOptions, *, gpu: str | None) -> Run
     return record
 
 
-def _describe(record: RunRecord) -> str:
+def _describe(record: RunRecord, folder: Path | None = None) -> str:
     colour = {"completed": "green", "invalid_submission": "yellow", "timeout": "yellow"}.get(
         record.status, "red"
     )
@@ -341,7 +341,27 @@ def _describe(record: RunRecord) -> str:
         text += f"  {grade.headline_key}={grade.headline_value:.4g}  pct={grade.percentile:.3f}"
     if record.error and record.status != "completed":
         text += f"  ({record.error.splitlines()[0]})"
+    if folder is not None:
+        text += _failure_note(record, folder)
     return text
+
+
+def _failure_note(record: RunRecord, folder: Path) -> str:
+    """Why an invalid or crashed run failed: the first grader reason, or the crash class."""
+    from rich.markup import escape
+
+    if record.status == "invalid_submission":
+        grade = load_grade(folder) or {}
+        reasons = grade.get("reasons")
+        if isinstance(reasons, list) and reasons:
+            more = f" (+{len(reasons) - 1} more in grade.json)" if len(reasons) > 1 else ""
+            return f"  reason: {escape(str(reasons[0]).splitlines()[0][:300])}{more}"
+    if record.status == "agent_error":
+        from rexmle.analysis.taxonomy import crash_class, stderr_tail
+
+        kind, line = crash_class(stderr_tail(folder))
+        return f"  crash: {escape(kind)}" + (f" — {escape(line)}" if line else "")
+    return ""
 
 
 def run_jobs(
@@ -390,7 +410,7 @@ def run_jobs(
             progress.remove_task(row)
         records[index] = record
         progress.advance(overall)
-        progress.console.print(f"{job.label}: {_describe(record)}", highlight=False)
+        progress.console.print(f"{job.label}: {_describe(record, job.folder)}", highlight=False)
         if on_done is not None:
             on_done(record)
         return record

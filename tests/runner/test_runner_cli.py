@@ -172,3 +172,22 @@ def test_demo_on_the_whole_mini_suite(tmp_path: Path):
         assert row.valid, row.task
         assert row.beats_sample, (row.task, row.value, row.sample_value, direction)
     assert all(path.is_file() for path in result.report_files)
+
+
+def test_run_prints_why_a_run_failed_and_json_records(isles22_dirs, tmp_path: Path):
+    bad_csv = (
+        'printf "case_id,predicted_mask_path\\nnot-a-case,nowhere.nii.gz\\n" '
+        '> "$SUBMISSION_DIR/submission.csv"'
+    )
+    crash = "echo \"ModuleNotFoundError: No module named 'monai'\" >&2; exit 1"
+    base = [
+        "run", "--agent", "command", "--task", "isles22", "--mini", "--data-dir",
+        str(isles22_dirs.root.parent), "--runs-dir", str(tmp_path / "runs"), "--sandbox", "local",
+    ]  # fmt: skip
+    invalid = rexmle(*base, "--agent-cmd", bad_csv, "--agent-name", "bad", "--json")
+    assert invalid.returncode == 0, invalid.stderr
+    assert "invalid_submission" in invalid.stderr and "reason: submission.csv" in invalid.stderr
+    records = json.loads(invalid.stdout)
+    assert [(r["agent"], r["status"]) for r in records] == [("bad", "invalid_submission")]
+    crashed = rexmle(*base, "--agent-cmd", crash, "--agent-name", "crash")
+    assert "crash: import_error" in crashed.stderr and "No module named" in crashed.stderr

@@ -1,0 +1,64 @@
+"""Pair a run's submitted mask files with the gold masks, case by case (segmentation tasks).
+
+The gold is written as a submission (``private/gold/``), so both sides are read the same way: the
+task's id column and its first path column of ``submission.csv``. Paths are resolved with the
+grader's own rule (:func:`rexmle.grading.paths.resolve_submission_path`): nothing outside the
+submission folder is ever opened.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from rexmle.challenges.registry import all_tasks, load_implementation
+from rexmle.errors import RexmleError
+from rexmle.grading.csvfile import read_csv_rows
+from rexmle.grading.paths import resolve_submission_path
+
+MASK_SUFFIXES = (".nii.gz", ".nii", ".mha", ".mhd", ".nrrd", ".png", ".tif", ".tiff")
+
+
+@dataclass(frozen=True)
+class CasePair:
+    """One case's predicted and gold mask files."""
+
+    case_id: str
+    pred: Path
+    gold: Path
+
+
+def mask_column(task_id: str) -> tuple[str, str] | None:
+    """(id column, mask path column) of a segmentation task, or None for other task types."""
+    spec = all_tasks()[task_id]
+    if spec.task_type != "segmentation" or not spec.is_implemented:
+        return None
+    implementation = load_implementation(task_id)
+    if not implementation.path_columns:
+        return None
+    return implementation.id_column, implementation.path_columns[0]
+
+
+def _paths(folder: Path, id_column: str, column: str) -> dict[str, Path]:
+    try:
+        _, rows = read_csv_rows(folder / "submission.csv")
+    except RexmleError:
+        return {}
+    found: dict[str, Path] = {}
+    for row in rows:
+        cell = row.get(column, "")
+        if not cell.lower().endswith(MASK_SUFFIXES):
+            continue
+        path, _ = resolve_submission_path(folder, cell)
+        if path is not None:
+            found[row.get(id_column, "")] = path
+    return found
+
+
+def case_pairs(task_id: str, submission: Path, gold: Path) -> list[CasePair]:
+    """The cases present (as mask files) in both the submission and the gold, sorted by id."""
+    columns = mask_column(task_id)
+    if columns is None:
+        return []
+    predicted, truth = _paths(submission, *columns), _paths(gold, *columns)
+    return [CasePair(c, predicted[c], truth[c]) for c in sorted(predicted) if c in truth]
