@@ -444,6 +444,15 @@ def _register_runner_commands() -> None:
 
 
 _register_runner_commands()
+
+
+def _register_agents_commands() -> None:
+    from rexmle.agents.commands import register
+
+    register(app)
+
+
+_register_agents_commands()
 # ---- end of runner hook ----------------------------------------------------------------------------
 
 

@@ -3,7 +3,7 @@
 A declaration says how to start an agent, never how to grade it::
 
     id: baseline
-    kind: baseline            # dummy | baseline | command
+    kind: baseline            # dummy | baseline | command | llm
     command: ["{python}", "-m", "rexmle.agents.baseline"]
     env: []                   # host variables passed through (API keys), by name
     time_limit_s: 3600        # wall-clock limit of one run
@@ -12,6 +12,11 @@ A declaration says how to start an agent, never how to grade it::
 
 ``{python}`` in a command stands for the harness's own interpreter. A ``command`` agent has no
 command of its own: it takes the shell command given with ``--agent-cmd``.
+
+An ``llm`` agent (AIDE, ML-Master, R&D-Agent) has no command either: it names its adapter, its
+locked environment (:mod:`rexmle.agents.environments`) and its settings (``llm:``, see
+:class:`LlmSettings`); the harness starts the adapter program in that environment
+(:mod:`rexmle.agents.llm_launch`). Its model is config: ``aide/gpt-5`` or ``--model gpt-5``.
 """
 
 from __future__ import annotations
@@ -28,7 +33,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from rexmle.errors import SpecError
 
-AgentKind = Literal["dummy", "baseline", "command"]
+AgentKind = Literal["dummy", "baseline", "command", "llm"]
+AdapterName = Literal["aide", "ml-master", "rdagent"]
+MODEL_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
+FIXED_MODEL_ROLES = frozenset({"embedding"})
+"""Roles that ``--model`` leaves as declared (an embedding model is not a chat model)."""
 
 AGENT_ENV_VARS = (
     "DATA_DIR",
@@ -41,6 +50,44 @@ AGENT_ENV_VARS = (
 )
 """Variables every agent gets: public data, submission folder, instructions file, its time limit
 in seconds, the validation server's URL, the task id and the run's seed."""
+
+
+class LlmSettings(BaseModel):
+    """What an LLM agent's adapter maps onto the agent's own arguments."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    adapter: AdapterName
+    """The adapter program (``rexmle/agents/adapters/<adapter>.py``)."""
+    environment: str
+    """The agent's locked environment (``rexmle/agents/envs/<environment>/``)."""
+    models: dict[str, str]
+    """Model per role (``code``, ``feedback``, ``chat``), as the gateway's alias without ``gw/``."""
+    temperatures: dict[str, float] = {}
+    """Sampling temperature per role."""
+    steps: int | None = Field(default=None, gt=0)
+    """Search steps (AIDE, ML-Master) or loops (R&D-Agent); None: the agent's own default."""
+    step_timeout_s: float | None = Field(default=None, gt=0)
+    """Time limit of one executed script (AIDE, ML-Master ``exec.timeout``)."""
+    options: dict[str, int | float | str | bool] = {}
+    """Further agent arguments passed as given (e.g. ``agent.search.num_drafts``)."""
+
+    @model_validator(mode="after")
+    def _names(self) -> LlmSettings:
+        import re
+
+        if not self.models:
+            msg = "llm.models needs a model for at least one role"
+            raise ValueError(msg)
+        for role, model in self.models.items():
+            if not re.match(MODEL_PATTERN, model):
+                msg = f"llm.models.{role}: {model!r} is not a model name (letters, digits, ._-)"
+                raise ValueError(msg)
+        unknown = set(self.temperatures) - set(self.models)
+        if unknown:
+            msg = f"llm.temperatures names roles without a model: {sorted(unknown)}"
+            raise ValueError(msg)
+        return self
 
 
 class AgentSpec(BaseModel):
@@ -59,10 +106,18 @@ class AgentSpec(BaseModel):
     time_limit_s: float = Field(default=3600.0, gt=0)
     network: bool = False
     memory_limit_mb: int | None = Field(default=None, gt=0)
+    llm: LlmSettings | None = None
+    """Adapter, environment and settings of an ``llm`` agent (only there)."""
 
     @model_validator(mode="after")
     def _command_when_needed(self) -> AgentSpec:
-        if self.kind != "command" and not self.command:
+        if (self.kind == "llm") != (self.llm is not None):
+            msg = f"agent {self.id!r}: 'llm' settings are required for kind llm and only there"
+            raise ValueError(msg)
+        if self.kind == "llm" and self.command:
+            msg = f"agent {self.id!r} of kind llm takes no 'command' (its adapter starts it)"
+            raise ValueError(msg)
+        if self.kind not in ("command", "llm") and not self.command:
             msg = f"agent {self.id!r} of kind {self.kind!r} needs a 'command'"
             raise ValueError(msg)
         return self
@@ -73,6 +128,9 @@ class AgentSpec(BaseModel):
         Raises:
             SpecError: the agent has no command (a ``command`` agent without ``--agent-cmd``).
         """
+        if self.kind == "llm":
+            msg = f"agent {self.id!r} is started by its adapter (rexmle.agents.llm_launch)"
+            raise SpecError(msg)
         if not self.command:
             msg = f"agent {self.id!r} has no command; give one with --agent-cmd '...'"
             raise SpecError(msg)
@@ -89,13 +147,41 @@ class AgentSpec(BaseModel):
         network: bool | None = None,
         memory_limit_mb: int | None = None,
         env: list[str] | None = None,
+        model: str | None = None,
+        steps: int | None = None,
+        step_timeout_s: float | None = None,
     ) -> AgentSpec:
         """A copy with the given fields replaced (CLI options win over the declaration).
 
         A shell ``command`` given without ``name`` names the agent ``<id>-<8 hex of the command>``,
-        so two different commands never share a run folder.
+        so two different commands never share a run folder. A ``model`` (llm agents: every role
+        uses it) names the agent ``<id>-<model>``.
+
+        Raises:
+            SpecError: ``model``, ``steps`` or ``step_timeout_s`` given for a non-llm agent.
         """
         update: dict[str, object] = {}
+        llm_update: dict[str, object] = {}
+        if model is not None:
+            current = self.llm.models if self.llm else {}
+            llm_update["models"] = {
+                role: value if role in FIXED_MODEL_ROLES else model
+                for role, value in current.items()
+            }
+            if name is None:
+                update["id"] = f"{self.id}-{model}"
+        if steps is not None:
+            llm_update["steps"] = steps
+        if step_timeout_s is not None:
+            llm_update["step_timeout_s"] = step_timeout_s
+        if llm_update:
+            if self.llm is None:
+                msg = (
+                    f"agent {self.id!r} is not an llm agent: --model, --steps and "
+                    "--step-timeout apply to llm agents only"
+                )
+                raise SpecError(msg)
+            update["llm"] = {**self.llm.model_dump(), **llm_update}
         if command is not None:
             update["command"] = command
             if name is None:
@@ -155,6 +241,13 @@ def load_agent(name_or_path: str) -> AgentSpec:
     agents = all_agents()
     if name_or_path in agents:
         return agents[name_or_path]
+    base, _, model = name_or_path.partition("/")
+    if model and base in agents and agents[base].kind == "llm":
+        try:
+            return agents[base].with_overrides(model=model)
+        except ValidationError as err:
+            msg = f"agent {name_or_path!r}: {err}"
+            raise SpecError(msg) from err
     path = Path(name_or_path)
     if path.suffix in (".yaml", ".yml") and path.is_file():
         return _load(path.read_text(encoding="utf-8"), str(path))

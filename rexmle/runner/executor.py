@@ -43,6 +43,8 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
+from rexmle.agents.llm_launch import OUTPUT_DIR as LLM_OUTPUT_DIR
+from rexmle.agents.llm_launch import prepare_launch
 from rexmle.errors import RexmleError
 from rexmle.grading.report import GradeReport
 from rexmle.runner.records import (
@@ -172,8 +174,39 @@ def _grade(job: RunJob, options: RunOptions, submission: Path) -> tuple[GradeSum
 def _clean(folder: Path) -> None:
     for name in ("agent.stdout.log", "agent.stderr.log", "grade.json", "grade.log"):
         (folder / name).unlink(missing_ok=True)
-    for name in ("submission", "workspace"):
+    for name in ("submission", "workspace", LLM_OUTPUT_DIR):
         remove_tree(folder / name)
+
+
+def _agent_command(
+    job: RunJob, workspace: Path, validation_url: str, env: dict[str, str]
+) -> tuple[list[str], tuple[Path, ...], dict[str, str | None] | None]:
+    """The agent's argv, extra read-only folders and ``agent_env`` record (llm agents).
+
+    For an llm agent the adapter config is written into the workspace first.
+    """
+    spec = job.config.agent
+    if spec.kind != "llm":
+        return spec.argv(), (), None
+    launch = prepare_launch(
+        spec,
+        workspace,
+        task_id=job.config.task,
+        seed=job.config.seed,
+        time_limit_s=job.config.time_limit_s,
+        validation_url=validation_url,
+        gpu_names=[str(g) for g in hardware().get("gpus", [])],  # type: ignore[attr-defined]
+        cuda_visible_devices=env.get("CUDA_VISIBLE_DEVICES"),
+    )
+    return launch.argv, launch.readonly, launch.record.model_dump()
+
+
+def _collect_agent_output(workspace: Path, folder: Path) -> None:
+    """Move what an llm agent's adapter collected (logs, journal, code) into the run folder."""
+    source = workspace / LLM_OUTPUT_DIR
+    if source.is_dir() and not source.is_symlink():
+        remove_tree(folder / LLM_OUTPUT_DIR)
+        shutil.move(str(source), str(folder / LLM_OUTPUT_DIR))
 
 
 def _agent_status(result: SandboxResult, kind: str) -> tuple[RunStatus | None, str | None]:
@@ -275,8 +308,10 @@ def _execute_locked(job: RunJob, options: RunOptions, *, gpu: str | None) -> Run
                 cuda_visible_devices=gpu,
             )
             socket_path = server.socket_path
+            argv, readonly, record.agent_env = _agent_command(job, workspace.root, server.url, env)
             request = SandboxRequest(
-                argv=config.agent.argv(),
+                argv=argv,
+                readonly=readonly,
                 env=env,
                 workspace=workspace.root,
                 stdout_path=job.folder / "agent.stdout.log",
@@ -304,6 +339,7 @@ def _execute_locked(job: RunJob, options: RunOptions, *, gpu: str | None) -> Run
         record.submission_notes = collect_submission(
             workspace.submission, job.folder / "submission"
         )
+        _collect_agent_output(workspace.root, job.folder)
         remove_tree(workspace.submission)
         if not options.keep_data:
             remove_tree(workspace.data)

@@ -118,6 +118,8 @@ class RunRecord(BaseModel):
     """Why a run is ``agent_error`` or ``infra_error`` (when the harness knows)."""
     hardware: dict[str, object] = {}
     versions: dict[str, str] = {}
+    agent_env: dict[str, str | None] | None = None
+    """The locked environment of an llm agent: name, torch variant, lock hash, lock file, source."""
     rexmle_version: str = __version__
 
 

@@ -9,6 +9,9 @@ same handler on a unix socket. Endpoints:
   ``public/`` and ``prepared.json``, never ``private/``). No score, metric or position is ever
   computed here. 400: not a readable archive, or a member escapes the folder (reasons say which);
   411: no Content-Length; 413: upload (or its unpacked size) over the limit; 429: too many requests.
+- ``POST /validate`` with ``multipart/form-data`` (ML-Master's protocol): the CSV as part
+  ``file`` (+ the files it names as parts ``files``); answered as above plus ``is_valid`` and
+  ``result`` (:meth:`ValidationServer.check_multipart`).
 - ``GET /health``: ``{"ok": true, "task": ...}``.
 """
 
@@ -244,6 +247,10 @@ class _Handler(BaseHTTPRequestHandler):
             self._discard(length)
             return
         payload = self.rfile.read(length)
+        content_type = self.headers.get("Content-Type", "")
+        if content_type.lower().startswith("multipart/form-data"):
+            self._reply(*self.owner.check_multipart(payload, content_type))
+            return
         status, body = self.owner.check(payload)
         self._reply(status, body)
 
@@ -316,6 +323,32 @@ class ValidationServer:
             "warnings": result.warnings,
             "n_cases": result.n_cases,
         }
+
+    def check_multipart(self, body: bytes, content_type: str) -> tuple[int, dict[str, object]]:
+        """ML-Master's upload (see :mod:`rexmle.runner.multipart_upload`), answered in its form.
+
+        The answer adds ``is_valid`` and ``result`` (``"valid"`` or the reasons, one a line) to
+        the usual keys; an unreadable upload also gets ``details``. Never a score.
+        """
+        from rexmle.runner.multipart_upload import multipart_to_tar
+
+        try:
+            payload = multipart_to_tar(body, content_type)
+        except UploadError as err:
+            return 400, {
+                "error": str(err),
+                "details": str(err),
+                "valid": False,
+                "reasons": [str(err)],
+            }
+        status, answer = self.check(payload)
+        if status == 200:
+            reasons = [str(r) for r in answer["reasons"]]  # type: ignore[attr-defined]
+            answer["is_valid"] = answer["valid"]
+            answer["result"] = "valid" if answer["valid"] else "\n".join(reasons)
+        else:
+            answer.setdefault("details", answer.get("error") or answer.get("reasons"))
+        return status, answer
 
     def start(self) -> ValidationServer:
         """Bind 127.0.0.1 (free port) and the unix socket; serve in daemon threads."""

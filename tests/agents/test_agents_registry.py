@@ -15,8 +15,14 @@ from rexmle.errors import SpecError
 
 def test_built_in_agents():
     agents = all_agents()
-    assert list(agents) == ["baseline", "command", "dummy"]
-    assert {a.kind for a in agents.values()} == {"baseline", "command", "dummy"}
+    assert list(agents) == ["aide", "baseline", "command", "dummy", "ml-master", "rdagent"]
+    assert {a.kind for a in agents.values()} == {"baseline", "command", "dummy", "llm"}
+    for name in ("aide", "ml-master", "rdagent"):
+        spec = agents[name]
+        assert spec.llm is not None and spec.llm.environment == name
+        assert spec.network is False and spec.env == []  # no provider key is passed through
+        with pytest.raises(SpecError, match="started by its adapter"):
+            spec.argv()
     assert agents["baseline"].argv() == [sys.executable, "-m", "rexmle.agents.baseline"]
     assert agents["dummy"].network is False and agents["baseline"].network is False
 
@@ -41,7 +47,9 @@ def test_agent_from_a_yaml_file(tmp_path: Path):
 
 
 def test_bad_declarations_are_refused(tmp_path: Path):
-    with pytest.raises(SpecError, match="built-in agents: baseline, command, dummy"):
+    with pytest.raises(
+        SpecError, match="built-in agents: aide, baseline, command, dummy, ml-master, rdagent"
+    ):
         load_agent("nope")
     path = tmp_path / "bad.yaml"
     path.write_text("id: bad\nkind: baseline\n")  # no command

@@ -44,6 +44,8 @@ class SandboxRequest:
     network: bool = False
     hidden: tuple[Path, ...] = ()
     """Host folders the agent must not see (data root, runs root); bwrap mounts tmpfs over them."""
+    readonly: tuple[Path, ...] = ()
+    """Extra host folders shown read-only at their own paths (an llm agent's environment)."""
     shared_writable: tuple[Path, ...] = ()
     """Extra host folders bound writable (the validation server's socket folder)."""
     relays: tuple[Relay, ...] = ()

@@ -9,6 +9,7 @@ Mounts, in this order (later mounts cover earlier ones):
 2. tmpfs over the home folders (``$HOME``, ``/root``, ``/home``);
 3. the Python installation, the virtual environment and the ``rexmle`` package folder itself
    read-only (they may live under a hidden home), so ``python -m rexmle.agents.baseline`` works;
+   then the request's read-only folders (an llm agent's environment and its Python);
 4. tmpfs over the hidden folders of the request: the data root and the runs root;
 5. the workspace (and the validation server's socket folder) read-write at their own paths,
    with the workspace's ``data/`` re-bound read-only.
@@ -130,6 +131,8 @@ def bwrap_argv(request: SandboxRequest) -> list[str]:
         argv += ["--tmpfs", str(home)]
     for root in readable_roots():
         argv += ["--ro-bind", str(root), str(root)]
+    for folder in request.readonly:
+        argv += ["--ro-bind", str(Path(folder).resolve()), str(Path(folder).resolve())]
     for hidden in request.hidden:
         if Path(hidden).is_dir():
             argv += ["--tmpfs", str(Path(hidden).resolve())]

@@ -1,0 +1,128 @@
+"""``rexmle agents list`` and ``rexmle agents install AGENT`` (added to the CLI by :func:`register`)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from rexmle.errors import RexmleError
+
+out = Console()
+err = Console(stderr=True)
+
+agents_app = typer.Typer(help="LLM agents: their locked environments and settings.")
+
+
+def _fail(error: Exception) -> typer.Exit:
+    err.print(f"[bold red]error:[/] {error}", highlight=False)
+    return typer.Exit(2)
+
+
+@agents_app.command("list")
+def list_agents(
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per agent.")] = False,
+) -> None:
+    """Every agent: kind, models, steps, time limit, and its environment's install state."""
+    from rexmle.agents.environments import resolve_env
+    from rexmle.agents.registry import all_agents
+
+    rows: list[dict[str, object]] = []
+    for spec in all_agents().values():
+        row: dict[str, object] = {
+            "id": spec.id,
+            "kind": spec.kind,
+            "time_limit_s": spec.time_limit_s,
+            "network": spec.network,
+            "description": spec.description,
+        }
+        if spec.llm is not None:
+            env = resolve_env(spec.llm.environment)
+            row |= {
+                "models": dict(spec.llm.models),
+                "steps": spec.llm.steps,
+                "environment": env.name,
+                "variant": env.variant,
+                "lock_hash": env.lock_hash,
+                "installed": env.is_installed(),
+                "path": str(env.root),
+            }
+        rows.append(row)
+    if as_json:
+        for row in rows:
+            out.print_json(json.dumps(row))
+        return
+    table = Table(title="agents")
+    for column in ("id", "kind", "models", "steps", "time limit", "environment"):
+        table.add_column(column, no_wrap=column in ("id", "kind"))
+    for row in rows:
+        models = row.get("models")
+        state = "-"
+        if "environment" in row:
+            flag = "installed" if row["installed"] else "not installed"
+            state = f"{row['environment']} ({row['variant']}, {str(row['lock_hash'])[:12]}) {flag}"
+        table.add_row(
+            str(row["id"]),
+            str(row["kind"]),
+            ", ".join(f"{k}={v}" for k, v in models.items()) if isinstance(models, dict) else "-",
+            "-" if row.get("steps") is None else str(row["steps"]),
+            f"{float(str(row['time_limit_s'])):g} s",
+            state,
+        )
+    out.print(table, width=max(out.width, 120))
+
+
+@agents_app.command("install")
+def install(
+    agent: Annotated[str, typer.Argument(help="aide, ml-master or rdagent (or an agent id).")],
+    variant: Annotated[
+        str | None, typer.Option("--variant", help="Torch build: cpu or cuda (default: detected).")
+    ] = None,
+    source: Annotated[
+        Path | None,
+        typer.Option("--source", help="Local clone, mirror or folder of the agent's source."),
+    ] = None,
+    force: Annotated[bool, typer.Option("--force", help="Reinstall even when stamped.")] = False,
+    offline: Annotated[
+        bool, typer.Option("--offline", help="No package index: pip's find-links folders only.")
+    ] = False,
+) -> None:
+    """Install an agent's locked environment (idempotent: a stamped install is kept)."""
+    from rexmle.agents.environments import PYPI_INDEX, env_names, install_env, resolve_env
+    from rexmle.agents.registry import all_agents
+
+    name = agent
+    agents = all_agents()
+    if name not in env_names() and name in agents and agents[name].llm is not None:
+        name = agents[name].llm.environment  # type: ignore[union-attr]
+    try:
+        env = resolve_env(name, variant=variant, source=source)  # type: ignore[arg-type]
+        with err.status(f"installing {env.name} ({env.variant}) into {env.root}") as status:
+
+            def progress(line: str) -> None:
+                status.update(f"{env.name}: {line[:110]}")
+
+            result = install_env(
+                env,
+                source=source,
+                force=force,
+                index_url=None if offline else PYPI_INDEX,
+                progress=progress,
+            )
+    except RexmleError as error:
+        raise _fail(error) from error
+    what = "installed" if result.installed else "already installed"
+    out.print(
+        f"{env.name}: {what} in {result.seconds:.1f} s\n  path {env.root}\n"
+        f"  lock {env.lock_file.name} sha256 {env.lock_hash}",
+        highlight=False,
+    )
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``agents`` command group to the ``rexmle`` CLI."""
+    app.add_typer(agents_app, name="agents")
