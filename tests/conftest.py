@@ -22,7 +22,7 @@ def prepared_mini(mini_data_dir: Path) -> Callable[[str], TaskDirs]:
     """Prepare a mini task once per session (a no-op afterwards) and return its folders."""
 
     def prepare(task_id: str) -> TaskDirs:
-        dirs, _ = prepare_task(task_id, data_dir=mini_data_dir, mini=True)
+        dirs, _ = prepare_task(task_id, data_dir=mini_data_dir, mini=True, fixture_secret=None)
         return dirs
 
     return prepare

@@ -25,7 +25,7 @@ def main(argv: list[str]) -> int:
     with tempfile.TemporaryDirectory(prefix="rexmle-golden-") as tmp:
         data_dir = Path(tmp) / "data"
         for task_id in task_ids:
-            dirs, _ = prepare_task(task_id, data_dir=data_dir, mini=True)
+            dirs, _ = prepare_task(task_id, data_dir=data_dir, mini=True, fixture_secret=None)
             work = Path(tmp) / "work" / task_id
             work.mkdir(parents=True)
             reports = {v: grade_variant(task_id, v, dirs, work) for v in VARIANTS}

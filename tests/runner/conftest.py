@@ -53,7 +53,7 @@ def isles22_dirs(prepared_mini: Callable[[str], TaskDirs]) -> TaskDirs:
 @pytest.fixture
 def own_isles22(tmp_path: Path) -> TaskDirs:
     """isles22 mini data prepared for this test alone (it may break it)."""
-    dirs, _ = prepare_task("isles22", data_dir=tmp_path / "data", mini=True)
+    dirs, _ = prepare_task("isles22", data_dir=tmp_path / "data", mini=True, fixture_secret=None)
     return dirs
 
 

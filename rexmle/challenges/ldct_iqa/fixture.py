@@ -28,7 +28,10 @@ def _slice(rng: np.random.Generator, score: float) -> np.ndarray:
 
 
 def make_fixture(raw_dir: Path, *, seed: int = 0) -> None:
-    """Write both extracted archives under ``raw_dir``."""
+    """Write both extracted archives under ``raw_dir``.
+
+    Seed 0 gives the fixed ``TEST_SCORES``; any other seed (a prepare's secret) draws them.
+    """
     rng = np.random.default_rng(seed)
     train = raw_dir / "LDCTIQAG2023_train"
     (train / "image").mkdir(parents=True)
@@ -41,7 +44,11 @@ def make_fixture(raw_dir: Path, *, seed: int = 0) -> None:
     test = raw_dir / "LDCTIQAC_test"
     (test / "images").mkdir(parents=True)
     labels = {}
-    for i, score in enumerate(TEST_SCORES):
+    test_scores = TEST_SCORES
+    if seed != 0:  # a secret seed also draws the test scores (on the 0.2 steps of the scale)
+        steps = np.random.default_rng([seed, 1]).integers(0, 21, size=len(TEST_SCORES))
+        test_scores = [round(0.2 * int(step), 1) for step in steps]
+    for i, score in enumerate(test_scores):
         name = f"{i:04d}.tiff"
         tifffile.imwrite(test / "images" / name, _slice(rng, score))
         labels[name] = score

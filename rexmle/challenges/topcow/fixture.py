@@ -125,15 +125,24 @@ def _edges_yaml(edges: dict[str, dict[str, int]]) -> str:
 
 
 def make_fixture(raw_dir: Path, *, seed: int = 0) -> None:
-    """Write both modalities under ``raw_dir/TopCoW2024_Data_Release/`` (the extracted archive)."""
+    """Write both modalities under ``raw_dir/TopCoW2024_Data_Release/`` (the extracted archive).
+
+    Seed 0 gives each case its fixed variant; any other seed (a prepare's secret) draws the
+    variants too, so the test cases' edge answers cannot be known without it.
+    """
     root = raw_dir / TOP_FOLDER
+    variant_of = dict(VARIANTS)
+    if seed != 0:  # a secret seed also draws which variant each case has (the edge answers)
+        draw = np.random.default_rng([seed, 3])
+        names = sorted(VARIANTS)
+        variant_of = {pid: VARIANTS[names[int(draw.integers(len(names)))]] for pid in PIDS}
     for offset, modality in enumerate(("ct", "mr")):
         rng = np.random.default_rng(seed * 2 + offset)
         (bg_mean, bg_sd), (vessel_mean, vessel_sd) = INTENSITY[modality]
         grid = {"spacing_mm": SPACING_MM[modality], "origin_mm": ORIGIN_MM[modality]}
         for pid in PIDS:
             dx, dy, dz = (int(v) for v in rng.integers(-1, 2, size=3))
-            labels = make_label_map(VARIANTS[pid], (dx, dy, dz))
+            labels = make_label_map(variant_of[pid], (dx, dy, dz))
             vessel = labels > 0
             image = np.where(
                 vessel,
@@ -151,5 +160,5 @@ def make_fixture(raw_dir: Path, *, seed: int = 0) -> None:
             (root / ROI_LABELS / f"{stem}.txt").write_text(format_roi_text(box), encoding="utf-8")
             (root / EDGE_LABELS).mkdir(parents=True, exist_ok=True)
             (root / EDGE_LABELS / f"{stem}.yml").write_text(
-                _edges_yaml(VARIANTS[pid].edges()), encoding="utf-8"
+                _edges_yaml(variant_of[pid].edges()), encoding="utf-8"
             )
