@@ -351,11 +351,15 @@ def rank(
 @app.command("report")
 def report(
     runs_dir: Path,
-    html_out: Annotated[Path | None, typer.Option("--html", help="Write an HTML report.")] = None,
+    html_out: Annotated[
+        Path | None,
+        typer.Option("--html", help="Write an HTML report (FILE.html) or the run browser (DIR/)."),
+    ] = None,
     markdown_out: Annotated[
         Path | None, typer.Option("--markdown", help="Write a Markdown report.")
     ] = None,
     json_out: Annotated[Path | None, typer.Option("--json", help="Write results as JSON.")] = None,
+    data_dir: DataDirOption = None,
     table_out: Annotated[
         Path | None,
         typer.Option("--table", help="Write the run-table (.csv, .json or .parquet)."),
@@ -383,12 +387,22 @@ def report(
             out.print(table)
         if table_out is not None:
             write_run_table(frame, table_out)
-        write_report(results, markdown=markdown_out, html_path=html_out, json_path=json_out)
+        written = write_report(
+            results,
+            markdown=markdown_out,
+            html_path=html_out,
+            json_path=json_out,
+            data_dir=data_dir,
+        )
     except RexmleError as error:
         raise _fail(error) from error
-    for path in (markdown_out, html_out, json_out, table_out):
-        if path is not None:
-            out.print(f"wrote {path}")
+    if table_out is not None:
+        out.print(f"wrote {table_out}")
+    browser = html_out is not None and html_out not in written
+    for path in written if not browser else [p for p in written if p.name == "index.html"]:
+        out.print(f"wrote {path}")
+    if browser:
+        out.print(f"wrote {len(written) - 1} run pages and plots under {html_out}")
 
 
 @app.command("analyze")

@@ -66,7 +66,8 @@ def percentile_heatmap(per_task: pd.DataFrame, title: str) -> str:
     cell_w, cell_h = max(56.0, max(_text_px(a) for a in agents)), 22.0
     left = max(_text_px(t) for t in tasks) + 10
     top, right = 44.0, 20.0
-    width = left + cell_w * len(agents) + right
+    footer = "cell: mean percentile (%) against the human leaderboard; grey: not run"
+    width = max(left + cell_w * len(agents) + right, _text_px(title) + 10, _text_px(footer))
     height = top + cell_h * len(tasks) + 40
     parts = [
         f"<svg xmlns='http://www.w3.org/2000/svg' width='{width:.0f}' height='{height:.0f}' "
@@ -106,10 +107,7 @@ def percentile_heatmap(per_task: pd.DataFrame, title: str) -> str:
                 f"stroke='#fff'/><text x='{x + cell_w / 2:.1f}' y='{y + 15:.1f}' "
                 f"text-anchor='middle' fill='{ink}' {_FONT}>{pct:.0f}</text></g>"
             )
-    parts.append(
-        f"<text x='4' y='{height - 12:.0f}' {_FONT} fill='#555'>cell: mean percentile (%) "
-        "against the human leaderboard; grey: not run</text></svg>"
-    )
+    parts.append(f"<text x='4' y='{height - 12:.0f}' {_FONT} fill='#555'>{footer}</text></svg>")
     return "".join(parts)
 
 
@@ -119,7 +117,8 @@ def mean_percentile_bars(per_agent: pd.DataFrame, title: str) -> str:
     colours = agent_colours(agents)
     bar_w = max(60.0, max(_text_px(a) for a in agents))
     left, top, plot_h = 50.0, 40.0, 200.0
-    width = left + bar_w * len(agents) + 20
+    footer = "mean percentile (%), whisker: 95% hierarchical bootstrap interval (tasks, then seeds)"
+    width = max(left + bar_w * len(agents) + 20, _text_px(title) + 10, _text_px(footer))
     height = top + plot_h + 50
     parts = [
         f"<svg xmlns='http://www.w3.org/2000/svg' width='{width:.0f}' height='{height:.0f}' "
@@ -157,10 +156,7 @@ def mean_percentile_bars(per_agent: pd.DataFrame, title: str) -> str:
             f"<text x='{cx:.1f}' y='{top + plot_h + 16:.1f}' text-anchor='middle' {_FONT}>"
             f"{_esc(row.agent)}</text>"
         )
-    parts.append(
-        f"<text x='4' y='{height - 8:.0f}' {_FONT} fill='#555'>mean percentile (%), whisker: "
-        "95% hierarchical bootstrap interval (tasks, then seeds)</text></svg>"
-    )
+    parts.append(f"<text x='4' y='{height - 8:.0f}' {_FONT} fill='#555'>{footer}</text></svg>")
     return "".join(parts)
 
 
@@ -173,7 +169,8 @@ def gap_to_human(per_task: pd.DataFrame, human: dict[str, float], title: str) ->
     group_h = bar_h * len(agents) + 8
     left = max(_text_px(t) for t in tasks) + 10
     top, plot_w = 60.0, 360.0
-    width = left + plot_w + 30
+    legend_w = sum(_text_px(a) + 24 for a in agents)
+    width = max(left + plot_w + 30, _text_px(title) + 10, legend_w + 10)
     height = top + group_h * len(tasks) + 30
     scale = plot_w / 1.2
     parts = [

@@ -46,6 +46,8 @@ STYLE = (
     ".warn{background:#fde2e1;border:2px solid #c0392b}"
     ".note{background:#eef3fb;border:1px solid #9bb3d9;font-weight:normal}"
     "svg.plot{display:block;margin:1em 0}td.reason{text-align:left;max-width:60em}"
+    "pre.log{max-height:40em;overflow:auto;background:#f7f7f7;padding:.5em;white-space:pre-wrap}"
+    "figure.overlay{display:inline-block;margin:.5em}table.summary th{text-align:left}"
 )
 
 

@@ -171,10 +171,26 @@ def _grade(job: RunJob, options: RunOptions, submission: Path) -> tuple[GradeSum
     )
 
 
+def _write_overlays(job: RunJob, options: RunOptions, submission: Path) -> None:
+    """Overlay images of a graded segmentation run, drawn from the private gold into the run
+    folder (``overlays/``, never the workspace; :mod:`rexmle.report.overlays`). A failure is
+    written to ``overlays/error.txt`` and leaves the run's status alone."""
+    from rexmle.grading.grader import task_dirs
+    from rexmle.report.overlays import OVERLAY_DIR, write_overlays
+
+    gold = task_dirs(job.config.task, options.data_dir).gold
+    try:
+        write_overlays(job.config.task, submission, gold, job.folder)
+    except (OSError, ValueError, RexmleError) as error:
+        target = job.folder / OVERLAY_DIR
+        target.mkdir(exist_ok=True)
+        (target / "error.txt").write_text(f"{type(error).__name__}: {error}\n", encoding="utf-8")
+
+
 def _clean(folder: Path) -> None:
     for name in ("agent.stdout.log", "agent.stderr.log", "grade.json", "grade.log"):
         (folder / name).unlink(missing_ok=True)
-    for name in ("submission", "workspace", LLM_OUTPUT_DIR):
+    for name in ("submission", "workspace", LLM_OUTPUT_DIR, "overlays"):
         remove_tree(folder / name)
 
 
@@ -349,6 +365,8 @@ def _execute_locked(job: RunJob, options: RunOptions, *, gpu: str | None) -> Run
             grade_started = time.perf_counter()
             record.grade, problem = _grade(job, options, job.folder / "submission")
             timings["grade"] = time.perf_counter() - grade_started
+            if problem is None and record.grade.valid:
+                _write_overlays(job, options, job.folder / "submission")
             if problem is not None:
                 status, note = "infra_error", problem
             elif status is None:

@@ -200,3 +200,16 @@ def test_run_table_round_trips_through_csv_and_json(runs: Path, tmp_path: Path) 
     assert len(pd.read_json(tmp_path / "t.json")) == 9
     with pytest.raises(RexmleError, match=r"\.csv, \.json or \.parquet"):
         write_run_table(frame, tmp_path / "t.xlsx")
+
+
+def test_plots_show_the_table_values(runs: Path) -> None:
+    from rexmle.report.plots import agent_colours, percentile_heatmap
+
+    results = [r for r in collect_runs(runs) if r.group == "g1"]
+    per_task, _ = seed_statistics(results, n_bootstrap=100)
+    svg = percentile_heatmap(per_task, "t")
+    # A isles22: (0.5 + 0.3 + 0) / 3 = 26.7 % over 3 seeds, 2 valid; B never ran dentex
+    assert "A on isles22: mean percentile 26.7% over 3 seed(s), 2 valid" in svg
+    assert "B did not run dentex" in svg
+    colours = agent_colours([f"agent{i}" for i in range(30)])
+    assert len(set(colours.values())) == 30  # never a repeated colour
