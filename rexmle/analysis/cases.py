@@ -28,10 +28,10 @@ class CasePair:
     gold: Path
 
 
-def mask_column(task_id: str) -> tuple[str, str] | None:
-    """(id column, mask path column) of a segmentation task, or None for other task types."""
+def file_column(task_id: str, task_types: tuple[str, ...]) -> tuple[str, str] | None:
+    """(id column, first path column) of an implemented task of one of ``task_types``."""
     spec = all_tasks()[task_id]
-    if spec.task_type != "segmentation" or not spec.is_implemented:
+    if spec.task_type not in task_types or not spec.is_implemented:
         return None
     implementation = load_implementation(task_id)
     if not implementation.path_columns:
@@ -39,7 +39,14 @@ def mask_column(task_id: str) -> tuple[str, str] | None:
     return implementation.id_column, implementation.path_columns[0]
 
 
-def _paths(folder: Path, id_column: str, column: str) -> dict[str, Path]:
+def mask_column(task_id: str) -> tuple[str, str] | None:
+    """(id column, mask path column) of a segmentation task, or None for other task types."""
+    return file_column(task_id, ("segmentation",))
+
+
+def _paths(
+    folder: Path, id_column: str, column: str, suffixes: tuple[str, ...] = MASK_SUFFIXES
+) -> dict[str, Path]:
     try:
         _, rows = read_csv_rows(folder / "submission.csv")
     except RexmleError:
@@ -47,7 +54,7 @@ def _paths(folder: Path, id_column: str, column: str) -> dict[str, Path]:
     found: dict[str, Path] = {}
     for row in rows:
         cell = row.get(column, "")
-        if not cell.lower().endswith(MASK_SUFFIXES):
+        if not cell.lower().endswith(suffixes):
             continue
         path, _ = resolve_submission_path(folder, cell)
         if path is not None:
@@ -55,10 +62,19 @@ def _paths(folder: Path, id_column: str, column: str) -> dict[str, Path]:
     return found
 
 
-def case_pairs(task_id: str, submission: Path, gold: Path) -> list[CasePair]:
-    """The cases present (as mask files) in both the submission and the gold, sorted by id."""
-    columns = mask_column(task_id)
+def case_pairs(
+    task_id: str,
+    submission: Path,
+    gold: Path,
+    *,
+    task_types: tuple[str, ...] = ("segmentation",),
+    suffixes: tuple[str, ...] = MASK_SUFFIXES,
+) -> list[CasePair]:
+    """The cases present (as files with ``suffixes``) in both the submission and the gold of a
+    task of one of ``task_types``, sorted by id."""
+    columns = file_column(task_id, task_types)
     if columns is None:
         return []
-    predicted, truth = _paths(submission, *columns), _paths(gold, *columns)
+    predicted = _paths(submission, *columns, suffixes)
+    truth = _paths(gold, *columns, suffixes)
     return [CasePair(c, predicted[c], truth[c]) for c in sorted(predicted) if c in truth]

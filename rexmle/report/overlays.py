@@ -1,4 +1,5 @@
-"""Overlay images of a graded segmentation run: ground truth and prediction outlines side by side.
+"""Overlay images of a graded segmentation or box-detection run: ground truth and prediction
+outlines side by side.
 
 Written at grade time by the harness (never by the agent, never into the workspace) into
 ``<run folder>/overlays/``: for the best, median and worst case by the per-case headline score,
@@ -6,6 +7,11 @@ up to ``SLICES_PER_CASE`` slices of a 3-D mask (or the 2-D image), each one PNG 
 outline (green) on the left and the prediction outline (red) on the right, each panel at most
 ``PANEL_PX`` pixels a side. ``overlays.json`` lists them; the folder never exceeds
 ``MAX_TOTAL_BYTES``.
+
+Detection tasks whose files are boxes get the same layout with the boxes drawn as rectangles on
+a canvas that spans every box of the case (no image underneath): COCO-style lists of
+``{"bbox": [x, y, w, h]}`` (DENTEX) and ``{"size": [...], "location": [...]}`` boxes (TopCoW,
+drawn as their x-y projection). Point detections (PUMA nuclei) have no overlays.
 """
 
 from __future__ import annotations
@@ -106,7 +112,8 @@ def _ranked_cases(
             scored.append((float(value), case_id))
     if not scored:
         ids = sorted(pairs)
-        return [("case", i, None) for i in ids[:1]]
+        picks = dict.fromkeys([ids[0], ids[len(ids) // 2], ids[-1]])
+        return [("case", i, None) for i in picks]
     scored.sort(reverse=higher_is_better)
     chosen = {"best": scored[0], "median": scored[len(scored) // 2], "worst": scored[-1]}
     seen: set[str] = set()
@@ -120,31 +127,108 @@ def _ranked_cases(
 
 def score_key(task_id: str, cases: list[dict[str, object]]) -> str | None:
     """The per-case column that ranks cases: the headline key when present, else the first
-    numeric column."""
+    leaderboard metric present; None when cases carry no metric (cases are then taken in id
+    order)."""
     from rexmle.challenges.registry import get_task
 
-    headline = get_task(task_id).headline.key
+    spec = get_task(task_id)
     if not cases:
         return None
-    if headline in cases[0]:
-        return headline
-    for key, value in cases[0].items():
-        if key != "case_id" and isinstance(value, int | float):
+    for key in (spec.headline.key, *(m.key for m in spec.metrics)):
+        if isinstance(cases[0].get(key), int | float):
             return key
     return None
+
+
+Box = tuple[float, float, float, float]
+"""(x, y, width, height) in pixels or voxels."""
+
+
+def read_boxes(path: Path) -> list[Box] | None:
+    """Boxes of a detection file (see the module docstring) as (x, y, w, h); None when the
+    file holds another layout (points, polygons), which has no box overlay.
+
+    Raises:
+        OSError, ValueError: the file cannot be read or is not JSON.
+    """
+    loaded = json.loads(path.read_text(encoding="utf-8"))
+    items = loaded if isinstance(loaded, list) else [loaded]
+    boxes: list[Box] = []
+    for item in items:
+        if not isinstance(item, dict):
+            return None
+        if isinstance(item.get("bbox"), list) and len(item["bbox"]) == 4:
+            x, y, w, h = (float(v) for v in item["bbox"])
+        elif isinstance(item.get("size"), list) and isinstance(item.get("location"), list):
+            x, y = float(item["location"][0]), float(item["location"][1])
+            w, h = float(item["size"][0]), float(item["size"][1])
+        else:
+            return None
+        boxes.append((x, y, w, h))
+    return boxes
+
+
+def _mask_views(pair: CasePair) -> list[tuple[str, bytes]]:
+    from rexmle.io import read_image
+
+    truth, pred = read_image(pair.gold).array, read_image(pair.pred).array
+    if truth.shape != pred.shape or truth.ndim not in (2, 3):
+        return []
+    if truth.ndim == 2:
+        return [("2-D", overlay_png(truth, pred))]
+    return [(f"z = {z}", overlay_png(truth[:, :, z], pred[:, :, z])) for z in _slices(truth, pred)]
+
+
+def _box_views(pair: CasePair) -> list[tuple[str, bytes]]:
+    gold, pred = read_boxes(pair.gold), read_boxes(pair.pred)
+    if gold is None or pred is None:
+        return []
+    return [("boxes (x-y)", boxes_png(gold, pred))]
+
+
+def _box_panel(
+    boxes: list[Box], extent: tuple[int, int], colour: tuple[int, int, int]
+) -> npt.NDArray[np.uint8]:
+    width, height = extent
+    scale = min(PANEL_PX / max(width, height), 16.0)
+    cols, rows = max(1, round(width * scale)), max(1, round(height * scale))
+    rgb = np.full((rows, cols, 3), 24, dtype=np.uint8)
+    for x, y, w, h in boxes:
+        c0, r0 = round(x * scale), round(y * scale)
+        c1 = min(cols - 1, max(c0, round((x + w) * scale) - 1))
+        r1 = min(rows - 1, max(r0, round((y + h) * scale) - 1))
+        c0, r0 = min(max(c0, 0), cols - 1), min(max(r0, 0), rows - 1)
+        rgb[r0 : r1 + 1, [c0, c1]] = colour
+        rgb[[r0, r1], c0 : c1 + 1] = colour
+    return rgb
+
+
+def boxes_png(gold: list[Box], pred: list[Box]) -> bytes:
+    """A PNG: gold boxes (green) left, predicted boxes (red) right, on one shared canvas size."""
+    from PIL import Image as PILImage
+
+    every = [*gold, *pred] or [(0.0, 0.0, 1.0, 1.0)]
+    extent = (
+        max(2, math.ceil(max(x + w for x, _, w, _ in every)) + 2),
+        max(2, math.ceil(max(y + h for _, y, _, h in every)) + 2),
+    )
+    left, right = _box_panel(gold, extent, _GOLD), _box_panel(pred, extent, _PRED)
+    gap = np.full((left.shape[0], 6, 3), 255, dtype=np.uint8)
+    buffer = io.BytesIO()
+    PILImage.fromarray(np.concatenate([left, gap, right], axis=1)).save(buffer, format="PNG")
+    return buffer.getvalue()
 
 
 def write_overlays(task_id: str, submission: Path, gold: Path, run_folder: Path) -> list[Overlay]:
     """Write the overlays of a graded run into ``run_folder/overlays`` (replacing old ones).
 
-    Reads ``run_folder/grade.json`` for the per-case scores. Nothing is written for a task that
-    is not a segmentation task or a submission that is not valid.
+    Reads ``run_folder/grade.json`` for the per-case scores. Nothing is written for a
+    submission that is not valid, nor for tasks other than segmentation and box detection.
 
     Raises:
         OSError, ValueError, rexmle.io.ImageReadError: a file cannot be read or written.
     """
     from rexmle.challenges.registry import get_task
-    from rexmle.io import read_image
 
     target = run_folder / OVERLAY_DIR
     shutil.rmtree(target, ignore_errors=True)
@@ -152,34 +236,34 @@ def write_overlays(task_id: str, submission: Path, gold: Path, run_folder: Path)
     grade = json.loads(grade_path.read_text(encoding="utf-8")) if grade_path.is_file() else {}
     if not grade.get("valid"):
         return []
-    pairs = {p.case_id: p for p in case_pairs(task_id, submission, gold)}
+    spec = get_task(task_id)
+    if spec.task_type == "detection":
+        found = case_pairs(
+            task_id, submission, gold, task_types=("detection",), suffixes=(".json",)
+        )
+        views = _box_views
+    else:
+        found, views = case_pairs(task_id, submission, gold), _mask_views
+    pairs = {p.case_id: p for p in found}
     if not pairs:
         return []
     cases = [c for c in grade.get("cases", []) if isinstance(c, dict)]
     key = score_key(task_id, cases) or ""
-    higher = get_task(task_id).headline.higher_is_better
-    target.mkdir(parents=True)
     written: list[Overlay] = []
     total = 0
-    for rank, case_id, value in _ranked_cases(cases, pairs, key, higher):
-        pair = pairs[case_id]
-        truth, pred = read_image(pair.gold).array, read_image(pair.pred).array
-        if truth.shape != pred.shape or truth.ndim not in (2, 3):
-            continue
-        views = [("2-D", truth, pred)] if truth.ndim == 2 else [
-            (f"z = {z}", truth[:, :, z], pred[:, :, z]) for z in _slices(truth, pred)
-        ]  # fmt: skip
-        for view, gold_2d, pred_2d in views:
-            png = overlay_png(gold_2d, pred_2d)
+    for rank, case_id, value in _ranked_cases(cases, pairs, key, spec.headline.higher_is_better):
+        for view, png in views(pairs[case_id]):
             if total + len(png) > MAX_TOTAL_BYTES:
                 break
+            target.mkdir(exist_ok=True)
             name = f"{len(written):02d}-{rank}.png"
             (target / name).write_bytes(png)
             total += len(png)
             written.append(Overlay(name, case_id, rank, key, value, view))
-    (target / MANIFEST).write_text(
-        json.dumps([asdict(o) for o in written], indent=2) + "\n", encoding="utf-8"
-    )
+    if written:
+        (target / MANIFEST).write_text(
+            json.dumps([asdict(o) for o in written], indent=2) + "\n", encoding="utf-8"
+        )
     return written
 
 

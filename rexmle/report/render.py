@@ -30,6 +30,7 @@ from rexmle.report.tables import (
     leaderboard_tables,
     performance_overview,
     seed_statistics,
+    unscored_table,
 )
 
 MINI_BANNER = (
@@ -151,6 +152,9 @@ class ReportContent:
     overview: pd.DataFrame
     sources: pd.DataFrame
     failures: pd.DataFrame
+    """FAIL runs (scored, no valid submission) with class, reason and path."""
+    unscored: pd.DataFrame
+    """Unfinished runs and harness errors: listed, never scored."""
     banners: list[Banner]
     taxonomy: pd.DataFrame
     """Per agent: runs per failure class (:func:`rexmle.analysis.analyze.summary_per_agent`)."""
@@ -169,9 +173,9 @@ def report_content(results: Sequence[RunResult], *, data_dir: Path | None = None
     frame = run_table(results)
     per_task, per_agent = seed_statistics(frame)
     analyses = analyze_runs(results, data_dir=data_dir)
-    labels = [a.failure.label for a in analyses]
+    labels = {str(r.path): a.failure.label for r, a in zip(results, analyses, strict=True)}
     failures = failures_table(frame)
-    failures.insert(len(failures.columns) - 1, "class", [c for c in labels if c != "valid"])
+    failures.insert(len(failures.columns) - 2, "class", [labels[p] for p in failures["path"]])
     analysis = analysis_table(analyses)
     geometry = analysis[analysis["geometry"] != ""] if not analysis.empty else analysis
     return ReportContent(
@@ -182,6 +186,7 @@ def report_content(results: Sequence[RunResult], *, data_dir: Path | None = None
         overview=performance_overview(frame),
         sources=leaderboard_sources(list(frame["task"].unique())),
         failures=failures,
+        unscored=unscored_table(frame),
         banners=banners(frame),
         taxonomy=summary_per_agent(analyses),
         geometry=geometry.drop(columns=["evidence"]) if not geometry.empty else geometry,
@@ -220,6 +225,7 @@ def _common_sections(content: ReportContent) -> list[tuple[str, pd.DataFrame]]:
     return [
         ("Human leaderboards (source and number of rows N)", content.sources),
         ("Failed runs", content.failures),
+        ("Not scored: unfinished runs and harness errors", content.unscored),
         ("Failure analysis: runs per class and agent", content.taxonomy),
         ("Geometry diagnostics of segmentation runs", content.geometry),
     ]
@@ -242,7 +248,8 @@ def render_markdown(results: Sequence[RunResult], *, content: ReportContent | No
             parts.append(f"### {heading}\n")
             parts.append(_markdown_table(item) if isinstance(item, pd.DataFrame) else f"{item}\n")
     for heading, table in _common_sections(content):
-        parts += [f"## {heading}\n", _markdown_table(table)]
+        shown = table.drop(columns=["path"]) if "path" in table.columns else table
+        parts += [f"## {heading}\n", _markdown_table(shown)]
     return "\n".join(parts)
 
 
@@ -306,41 +313,36 @@ def render_html(
     for heading, table in _common_sections(content):
         anchor = " id='failures'" if heading == "Failed runs" else ""
         sections.append(f"<h2{anchor}>{html.escape(heading)}</h2>")
-        if heading == "Failed runs":
-            sections.append(_failures_html(table, run_links or {}, content.frame))
-        else:
-            sections.append(_html_table(table))
+        sections.append(_linked_runs_html(table, run_links or {}))
     if run_links:
         sections.append("<h2>All runs</h2>" + _run_index(content.frame, run_links))
     return page("ReX-MLE report", "\n".join(sections))
 
 
 def _run_index(frame: pd.DataFrame, links: dict[str, str]) -> str:
-    columns = ["group", "condition", "data", "agent", "task", "seed", "status", "reason"]
-    rows = []
-    for path, row in zip(frame["path"], frame[columns].itertuples(index=False), strict=True):
-        cells = [html.escape(_cell(v)) for v in row]
-        link = links.get(str(path))
-        if link:
-            cells[5] = f"<a href='{html.escape(link)}'>{cells[5]}</a>"
-        rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
-    head = "".join(f"<th>{c}</th>" for c in columns)
+    from rexmle.report.tables import RUN_LIST_COLUMNS
+
+    table = _linked_runs_html(frame[RUN_LIST_COLUMNS], links).replace(
+        "<table>", "<table id='runs'>", 1
+    )
     return (
         "<input id='filter' placeholder='filter runs' oninput=\"for(const r of "
         "document.querySelectorAll('#runs tbody tr'))r.style.display="
-        "r.textContent.toLowerCase().includes(this.value.toLowerCase())?'':'none'\">"
-        f"<table id='runs'><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+        "r.textContent.toLowerCase().includes(this.value.toLowerCase())?'':'none'\">" + table
     )
 
 
-def _failures_html(failures: pd.DataFrame, links: dict[str, str], frame: pd.DataFrame) -> str:
-    if failures.empty or not links:
-        return _html_table(failures)
-    paths = frame[~frame["valid"]]["path"].tolist()
-    seed_at = list(failures.columns).index("seed")
-    reason_at = list(failures.columns).index("reason")
+def _linked_runs_html(table: pd.DataFrame, links: dict[str, str]) -> str:
+    """A table (its ``path`` column hidden) whose seed cells link to the run pages."""
+    if "path" not in table.columns:
+        return _html_table(table)
+    shown = table.drop(columns=["path"])
+    if shown.empty or not links:
+        return _html_table(shown)
+    seed_at = list(shown.columns).index("seed")
+    reason_at = list(shown.columns).index("reason")
     rows = []
-    for row, path in zip(failures.itertuples(index=False), paths, strict=True):
+    for row, path in zip(shown.itertuples(index=False), table["path"], strict=True):
         link = links.get(str(path))
         cells = [html.escape(_cell(v)) for v in row]
         if link:
@@ -353,7 +355,7 @@ def _failures_html(failures: pd.DataFrame, links: dict[str, str], frame: pd.Data
             )
             + "</tr>"
         )
-    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in failures.columns)
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in shown.columns)
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
 
 
@@ -377,6 +379,7 @@ def render_json(results: Sequence[RunResult], *, content: ReportContent | None =
         ],
         "sources": records(content.sources),
         "failures": records(content.failures),
+        "unscored": records(content.unscored),
         "failure_classes": records(content.taxonomy),
         "geometry": records(content.geometry),
     }

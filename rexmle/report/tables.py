@@ -284,9 +284,27 @@ def leaderboard_sources(task_ids: Sequence[str]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+RUN_LIST_COLUMNS = [
+    "group",
+    "condition",
+    "data",
+    "agent",
+    "task",
+    "seed",
+    "status",
+    "reason",
+    "path",
+]
+
+
 def failures_table(results: Sequence[RunResult] | pd.DataFrame) -> pd.DataFrame:
-    """Every run that is not a valid graded submission, with its status and first reason."""
+    """Every FAIL (a scored run without a valid graded submission): status, first reason, path."""
     frame = _frame(results)
-    rows = frame[~frame["valid"]]
-    columns = ["group", "condition", "data", "agent", "task", "seed", "status", "reason"]
-    return rows[columns].reset_index(drop=True)
+    return frame[frame["failed"]][RUN_LIST_COLUMNS].reset_index(drop=True)
+
+
+def unscored_table(results: Sequence[RunResult] | pd.DataFrame) -> pd.DataFrame:
+    """Runs that count neither for nor against an agent: unfinished (``running``,
+    ``cancelled``) and harness errors (``infra_error``), with their reason and path."""
+    frame = _frame(results)
+    return frame[~frame["scored"]][RUN_LIST_COLUMNS].reset_index(drop=True)

@@ -177,6 +177,11 @@ def test_reports_flag_mini_data_isolation_and_give_reasons(runs: Path) -> None:
     assert "NOT ISOLATED: 1 run(s)" in markdown
     assert "row 3: missing" in markdown and "the agent exited with code 1" in markdown
     assert "1 run(s) have not finished" in markdown
+    failed = markdown.split("## Failed runs")[1].split("## Not scored")[0]
+    not_scored = markdown.split("## Not scored")[1].split("## Failure analysis")[0]
+    assert "| running |" not in failed and "| infra_error |" not in failed
+    assert "| running |" in not_scored and "the grader failed (exit 2)" in not_scored
+    assert "| crash: other |" in failed  # agent_error with an empty stderr
     assert "| isles22 | 10 | rexmle/leaderboards/isles22.csv |" in markdown
     page = render_html(results)
     assert "class='banner mini'" in page and "id='failures'" in page
