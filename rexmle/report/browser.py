@@ -1,11 +1,12 @@
 """The run browser: a static, self-contained folder (``rexmle report RUNS --html OUT/``).
 
-``OUT/index.html`` is the report page with links to ``OUT/runs/<group>/<task>/<agent>/seed-<k>.html``,
-one page per run: summary, status timeline, the LLM usage and trajectory when the gateway recorded
-them, validation requests, per-case scores, overlays (embedded PNG), the agent's best code and its
-stdout/stderr (each capped at ``LOG_CAP_BYTES``, the tail kept, with a line filter).
-``OUT/plots/`` holds every plot as an SVG file for papers. Pages load nothing from the network:
-styles, scripts and images are inline.
+``OUT/index.html`` is the report page with links to the run pages
+``OUT/runs/<group>/<task>/<agent>/seed-<k>.html``: summary, status timeline, the LLM usage and
+trajectory when the gateway or the agent's adapter recorded them (``llm_usage.jsonl``,
+``agent_output/*.jsonl``), validation requests, per-case scores, overlays (embedded PNG), the
+agent's best code and its stdout/stderr (each capped at ``LOG_CAP_BYTES``, the tail kept, with a
+line filter). ``OUT/plots/`` holds every plot as an SVG file for papers. Pages load nothing from
+the network: styles, scripts and images are inline.
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ LOG_CAP_BYTES = 256 * 1024
 CODE_CAP_BYTES = 64 * 1024
 MAX_CASE_ROWS = 1000
 MAX_JSONL_ROWS = 500
+AGENT_OUTPUT = "agent_output"
+"""What an llm agent's adapter collected (journal, best solution, logs), moved into the run folder."""
 CODE_NAMES = ("best_solution.py", "best_code.py", "solution.py", "main.py", "train.py")
 FILTER_SCRIPT = (
     "for(const box of document.querySelectorAll('input.filter')){"
@@ -158,20 +161,45 @@ def _llm_section(result: RunResult) -> str:
         totals = pd.DataFrame([{k: v for k, v in result.llm.items() if not isinstance(v, dict)}])
         parts.append(_html_table(totals))
     found = False
-    for name in ("llm_usage.jsonl", "trajectory.jsonl"):
-        table = _jsonl_table(result.path / name)
+    logs = [result.path / "llm_usage.jsonl", result.path / "trajectory.jsonl"]
+    output = result.path / AGENT_OUTPUT
+    if output.is_dir() and not output.is_symlink():
+        logs += sorted(output.glob("*.jsonl"))[:10]
+    for path in logs:
+        name = str(path.relative_to(result.path))
+        table = _jsonl_table(path)
         if table:
             found = True
             parts.append(f"<h3>{html.escape(name)}</h3>{table}")
     if not result.llm and not found:
         parts.append("<p><em>no LLM usage recorded for this run</em></p>")
+    if output.is_dir() and not output.is_symlink():
+        files = sorted(p for p in output.rglob("*") if p.is_file() and not p.is_symlink())
+        listing = "".join(
+            f"<li>{html.escape(str(p.relative_to(result.path)))} ({p.stat().st_size} bytes)</li>"
+            for p in files[:200]
+        )
+        more = f"<li>… {len(files) - 200} more</li>" if len(files) > 200 else ""
+        parts.append(f"<h3>Collected agent output</h3><ul>{listing}{more}</ul>")
     return "".join(parts)
 
 
 def best_code(result: RunResult) -> tuple[str, str] | None:
-    """(relative path, text) of the agent's best code in its workspace, if any."""
-    workspace = result.path / "workspace"
-    if not workspace.is_dir():
+    """(path relative to the run folder, text) of the agent's best code, if any.
+
+    Looked for in ``agent_output/`` (what an llm agent's adapter collected), then the workspace:
+    a file named in ``CODE_NAMES`` first, else the newest ``.py`` file.
+    """
+    for folder in (result.path / AGENT_OUTPUT, result.path / "workspace"):
+        found = _code_in(folder)
+        if found is not None:
+            text, _ = read_tail(found, CODE_CAP_BYTES)
+            return str(found.relative_to(result.path)), text
+    return None
+
+
+def _code_in(workspace: Path) -> Path | None:
+    if not workspace.is_dir() or workspace.is_symlink():
         return None
     candidates: list[Path] = []
     for root, dirs, files in os.walk(workspace, followlinks=False):
@@ -183,13 +211,11 @@ def best_code(result: RunResult) -> tuple[str, str] | None:
     if not files:
         return None
     named = [p for p in files if p.name in CODE_NAMES]
-    chosen = (
+    return (
         min(named, key=lambda p: CODE_NAMES.index(p.name))
         if named
         else max(files, key=lambda p: p.stat().st_mtime)
     )
-    text, _ = read_tail(chosen, CODE_CAP_BYTES)
-    return str(chosen.relative_to(workspace)), text
 
 
 def _overlay_section(result: RunResult) -> str:

@@ -56,6 +56,11 @@ def browser_dir(prepared_mini, tmp_path_factory) -> Path:
     (oracle / "llm_usage.jsonl").write_text(
         json.dumps({"model": "gw/gpt-5", "prompt_tokens": 1200, "completion_tokens": 300}) + "\n"
     )
+    (oracle / "agent_output").mkdir()
+    (oracle / "agent_output" / "best_solution.py").write_text("print('the best model')\n")
+    (oracle / "agent_output" / "submissions.jsonl").write_text(
+        json.dumps({"offered": 1, "valid": True, "note": "step 4"}) + "\n"
+    )
     crash = _run_folder(
         runs, "crasher", 0, {"status": "agent_error", "error": "the agent exited with code 1"}
     )
@@ -97,6 +102,8 @@ def test_run_page_shows_overlays_logs_and_llm_usage(browser_dir: Path) -> None:
     assert visit.network_requests == [] and crash.network_requests == []
     assert "MINI DATA" in visit.text
     assert "epoch 49 loss" in visit.text and "gw/gpt-5" in visit.text
+    assert "agent_output/best_solution.py" in visit.text and "the best model" in visit.text
+    assert "step 4" in visit.text  # the adapter's submissions.jsonl
     assert "sub-strokecase0002" in visit.text  # the per-case scores table
     assert visit.images, "no overlay images on the page"
     for image in visit.images:
