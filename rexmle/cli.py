@@ -469,6 +469,11 @@ def _register_agents_commands() -> None:
 _register_agents_commands()
 # ---- end of runner hook ----------------------------------------------------------------------------
 
+from rexmle.llm.commands import register as _register_llm_commands  # noqa: E402
+
+_register_llm_commands(app)
+# ---- end of llm hook ----------------------------------------------------------------------------
+
 
 def main() -> None:
     """Entry point: usage errors and harness failures exit 2, never 1 (1 = invalid submission).

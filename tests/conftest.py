@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from rexmle.challenges.base import TaskDirs
+from rexmle.llm.config import parse_llm_config
+from rexmle.llm.environment import install_gateway
+from rexmle.llm.gateway import Gateway
+from rexmle.llm.standin import ScriptedUpstream
 from rexmle.preparation import prepare_task
 
 
@@ -26,3 +31,56 @@ def prepared_mini(mini_data_dir: Path) -> Callable[[str], TaskDirs]:
         return dirs
 
     return prepare
+
+
+STANDIN_KEY_ENV = "REXMLE_TEST_STANDIN_KEY"
+STANDIN_KEY = "sk-standin-provider-key-0123456789"
+"""The stand-in upstream's provider key: set in the harness (so the gateway has it), never in a
+sandbox."""
+
+
+@pytest.fixture(scope="session")
+def llm_standin() -> Iterator[ScriptedUpstream]:
+    """One scripted upstream (OpenAI and Anthropic APIs) per test worker; it wants the key."""
+    with ScriptedUpstream(api_keys={STANDIN_KEY}) as upstream:
+        yield upstream
+
+
+@pytest.fixture
+def upstream(llm_standin: ScriptedUpstream) -> ScriptedUpstream:
+    """The session's stand-in with an empty queue and no recorded requests."""
+    llm_standin.reset()
+    return llm_standin
+
+
+@pytest.fixture(scope="session")
+def llm_gateway(llm_standin: ScriptedUpstream) -> Iterator[Gateway]:
+    """A real LiteLLM gateway (its env installed once into the agents cache) in front of the
+    stand-in: ``gw/gpt-5`` (OpenAI API), ``gw/claude`` (Anthropic API); per run 0.01 USD and
+    3 calls per minute unless a test registers other limits."""
+    base = llm_standin.base_url
+    config = parse_llm_config(
+        f"""
+providers:
+  openai-like: {{api: openai, base_url: "{base}/v1", key_env: {STANDIN_KEY_ENV}}}
+  anthropic-like: {{api: anthropic, base_url: "{base}", key_env: {STANDIN_KEY_ENV}}}
+models:
+  gpt-5: {{provider: openai-like, upstream: gpt-5,
+          price: {{input: 1.25, cached_input: 0.125, output: 10.0}}}}
+  claude: {{provider: anthropic-like, upstream: claude-sonnet-4-5,
+           price: {{input: 3.0, cached_input: 0.3, output: 15.0}}}}
+limits: {{budget_usd: 0.01, max_calls_per_minute: 3}}
+""",
+        "test gateway config",
+    )
+    env, _ = install_gateway()
+    previous = os.environ.get(STANDIN_KEY_ENV)
+    os.environ[STANDIN_KEY_ENV] = STANDIN_KEY
+    try:
+        with Gateway(config, env=env) as gateway:
+            yield gateway
+    finally:
+        if previous is None:
+            os.environ.pop(STANDIN_KEY_ENV, None)
+        else:
+            os.environ[STANDIN_KEY_ENV] = previous

@@ -9,6 +9,7 @@ A declaration says how to start an agent, never how to grade it::
     time_limit_s: 3600        # wall-clock limit of one run
     network: false            # network inside the sandbox
     memory_limit_mb: null     # RLIMIT_AS of the agent process, none when null
+    llm_gateway: false        # true: the agent calls LLMs through the gateway
 
 ``{python}`` in a command stands for the harness's own interpreter. A ``command`` agent has no
 command of its own: it takes the shell command given with ``--agent-cmd``.
@@ -102,12 +103,15 @@ class AgentSpec(BaseModel):
     command: list[str] | str | None = None
     """Argument list (``{python}`` = the harness interpreter) or a shell command string."""
     env: list[str] = []
-    """Names of host environment variables passed through (values are never recorded)."""
+    """Names of host environment variables passed through (values are never recorded; provider
+    keys are refused: agents reach LLMs through the gateway)."""
     time_limit_s: float = Field(default=3600.0, gt=0)
     network: bool = False
     memory_limit_mb: int | None = Field(default=None, gt=0)
     llm: LlmSettings | None = None
     """Adapter, environment and settings of an ``llm`` agent (only there)."""
+    llm_gateway: bool = False
+    """The agent calls LLMs: its runs get the gateway (``REXMLE_LLM_BASE_URL``, ...)."""
 
     @model_validator(mode="after")
     def _command_when_needed(self) -> AgentSpec:

@@ -117,11 +117,25 @@ def run(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print every run's record (run.json) as JSON.")
     ] = False,
+    llm_config: Annotated[
+        Path | None,
+        typer.Option("--llm-config", help="LLM gateway config (YAML); every run gets the gateway."),
+    ] = None,
+    llm: Annotated[
+        bool, typer.Option("--llm", help="Every run gets the gateway, built-in LLM config.")
+    ] = False,
+    llm_budget_usd: Annotated[
+        float | None, typer.Option("--llm-budget-usd", min=0.0, help="USD per run (LLM calls).")
+    ] = None,
+    llm_max_calls_per_minute: Annotated[
+        int | None, typer.Option("--llm-max-calls-per-minute", min=1, help="LLM calls per run.")
+    ] = None,
 ) -> None:
     """Run an agent on tasks (resumable): workspaces, sandbox, validation server, grading."""
     from rexmle.agents.registry import load_agent
     from rexmle.config import resolve_data_dir, resolve_runs_dir
     from rexmle.grading.parallel import default_workers
+    from rexmle.llm.run_setup import plan_gateway, running_gateway
     from rexmle.runner.batch import ensure_prepared, implemented_tasks, plan_runs, select_tasks
     from rexmle.runner.executor import RunOptions, run_jobs
     from rexmle.runner.sandbox import choose_sandbox
@@ -165,6 +179,14 @@ def run(
             retry_failed=retry_failed,
         )
         chosen = choose_sandbox(sandbox)  # type: ignore[arg-type]
+        llm_wanted = llm or llm_config is not None
+        gateway = plan_gateway(
+            spec,
+            llm_config,
+            every_run=llm_wanted,
+            budget_usd=llm_budget_usd,
+            max_calls_per_minute=llm_max_calls_per_minute,
+        )
     except (RexmleError, ValueError, RuntimeError) as error:
         raise _fail(error) from error
     info = chosen.info(network=spec.network)
@@ -185,12 +207,16 @@ def run(
         kill_grace_s=kill_grace,
         grade_workers=max(1, default_workers() // concurrency),
         keep_data=keep_data,
+        llm_for_every_run=llm_wanted,
     )
     try:
-        with _interrupt_on_sigterm():
+        with _interrupt_on_sigterm(), running_gateway(gateway, plan.jobs, err) as started:
+            options.gateway = started
             records = run_jobs(
                 plan.jobs, options, concurrency=concurrency, gpus=gpu_slots, console=err
             )
+    except RexmleError as error:
+        raise _fail(error) from error
     except KeyboardInterrupt:
         err.print("[bold red]interrupted:[/] unfinished runs will run again next time")
         raise typer.Exit(EXIT_INTERRUPTED) from None

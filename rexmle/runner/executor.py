@@ -11,6 +11,8 @@ under its time limit -> copy of ``submission/`` -> grading in a separate process
 - ``invalid_submission``: the agent finished, the grader found the submission invalid
   (reasons in grade.json).
 - ``completed``: the agent finished and its submission was graded.
+- ``budget_exceeded``: the LLM gateway refused the run's calls (budget spent or rate cap) and
+  the harness stopped the agent; what ``submission/`` held then is graded.
 
 The pool runs up to ``concurrency`` runs at once in threads (each run's work happens in child
 processes); with GPUs, each run holds one GPU slot and sees only it (CUDA_VISIBLE_DEVICES).
@@ -18,6 +20,7 @@ processes); with GPUs, each run holds one GPU slot and sees only it (CUDA_VISIBL
 
 from __future__ import annotations
 
+import contextlib
 import json
 import queue
 import shutil
@@ -26,7 +29,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -47,6 +50,7 @@ from rexmle.agents.llm_launch import OUTPUT_DIR as LLM_OUTPUT_DIR
 from rexmle.agents.llm_launch import prepare_launch
 from rexmle.errors import RexmleError
 from rexmle.grading.report import GradeReport
+from rexmle.llm.gateway import Gateway, RunLink, strip_provider_keys
 from rexmle.runner.records import (
     GradeSummary,
     RunConfig,
@@ -103,6 +107,10 @@ class RunOptions:
     max_upload_bytes: int = DEFAULT_MAX_UPLOAD_BYTES
     max_requests_per_minute: int = DEFAULT_MAX_REQUESTS_PER_MINUTE
     cancel: threading.Event = field(default_factory=threading.Event)
+    gateway: Gateway | None = None
+    """The LLM gateway of this ``rexmle run``; runs that need LLMs get a token and a relay."""
+    llm_for_every_run: bool = False
+    """Give every run the gateway (``--llm-config``), not only agents that declare LLM use."""
 
 
 def _now() -> str:
@@ -238,6 +246,24 @@ def _agent_status(result: SandboxResult, kind: str) -> tuple[RunStatus | None, s
     return None, None
 
 
+def _needs_gateway(job: RunJob, options: RunOptions) -> bool:
+    spec = job.config.agent
+    return options.gateway is not None and (
+        options.llm_for_every_run or spec.kind == "llm" or spec.llm_gateway
+    )
+
+
+@contextlib.contextmanager
+def _llm_link(job: RunJob, options: RunOptions, socket_dir: Path) -> Iterator[RunLink | None]:
+    if options.gateway is None or not _needs_gateway(job, options):
+        yield None
+        return
+    with options.gateway.open_run(
+        job.config.run_id(), job.folder, socket_dir, cancel=options.cancel
+    ) as link:
+        yield link
+
+
 def execute_run(job: RunJob, options: RunOptions, *, gpu: str | None = None) -> RunRecord:
     """Run one agent on one task and seed, grade it, and write its record (see module doc).
 
@@ -323,31 +349,42 @@ def _execute_locked(job: RunJob, options: RunOptions, *, gpu: str | None) -> Run
                 pass_env=config.agent.env,
                 cuda_visible_devices=gpu,
             )
+            strip_provider_keys(env, options.gateway)
             socket_path = server.socket_path
-            argv, readonly, record.agent_env = _agent_command(job, workspace.root, server.url, env)
-            request = SandboxRequest(
-                argv=argv,
-                readonly=readonly,
-                env=env,
-                workspace=workspace.root,
-                stdout_path=job.folder / "agent.stdout.log",
-                stderr_path=job.folder / "agent.stderr.log",
-                time_limit_s=config.time_limit_s,
-                memory_limit_mb=config.agent.memory_limit_mb,
-                network=config.agent.network,
-                hidden=(options.data_dir, options.runs_dir),
-                shared_writable=(socket_dir,),
-                relays=() if socket_path is None else (Relay(server.port, socket_path),),
-                kill_grace_s=options.kill_grace_s,
-                cancel=options.cancel,
-            )
-            result = options.sandbox.run(request)
+            relays = [] if socket_path is None else [Relay(server.port, socket_path)]
+            with _llm_link(job, options, socket_dir) as link:
+                if link is not None:
+                    env.update(link.env)
+                    relays.append(link.relay)
+                argv, readonly, record.agent_env = _agent_command(
+                    job, workspace.root, server.url, env
+                )
+                request = SandboxRequest(
+                    argv=argv,
+                    readonly=readonly,
+                    env=env,
+                    workspace=workspace.root,
+                    stdout_path=job.folder / "agent.stdout.log",
+                    stderr_path=job.folder / "agent.stderr.log",
+                    time_limit_s=config.time_limit_s,
+                    memory_limit_mb=config.agent.memory_limit_mb,
+                    network=config.agent.network,
+                    hidden=(options.data_dir, options.runs_dir),
+                    shared_writable=(socket_dir,),
+                    relays=tuple(relays),
+                    kill_grace_s=options.kill_grace_s,
+                    cancel=options.cancel if link is None else link.stop,
+                )
+                result = options.sandbox.run(request)
+                llm_stop = None if link is None else link.stopped_reason()
+                if link is not None:
+                    record.llm = link.totals()
             record.validation_requests = server.n_requests
         strip_special_bits(workspace.root)
         timings["agent"] = result.seconds
         record.exit_code = result.exit_code
         record.killed_processes = result.killed_processes
-        if result.cancelled:
+        if result.cancelled and llm_stop is None:
             record.error = "cancelled: the harness was stopped; this run will run again"
             record.timings_s = {k: round(v, 3) for k, v in timings.items()}
             write_record(job.folder, record)
@@ -360,6 +397,8 @@ def _execute_locked(job: RunJob, options: RunOptions, *, gpu: str | None) -> Run
         if not options.keep_data:
             remove_tree(workspace.data)
         status, note = _agent_status(result, config.agent.kind)
+        if llm_stop is not None:
+            status, note = "budget_exceeded", f"stopped by the LLM gateway: {llm_stop}"
         has_csv = (job.folder / "submission" / "submission.csv").exists()
         if status != "infra_error" and (status is None or has_csv):
             grade_started = time.perf_counter()

@@ -31,12 +31,19 @@ from pydantic import BaseModel, ValidationError
 from rexmle import __version__
 from rexmle.agents.registry import AgentSpec
 from rexmle.errors import RexmleError
+from rexmle.llm.usage import LlmTotals
 
 RunStatus = Literal[
-    "running", "completed", "timeout", "agent_error", "infra_error", "invalid_submission"
+    "running",
+    "completed",
+    "timeout",
+    "agent_error",
+    "infra_error",
+    "invalid_submission",
+    "budget_exceeded",
 ]
 FINAL_STATUSES: frozenset[str] = frozenset(
-    {"completed", "timeout", "agent_error", "infra_error", "invalid_submission"}
+    {"completed", "timeout", "agent_error", "infra_error", "invalid_submission", "budget_exceeded"}
 )
 FAILED_STATUSES: frozenset[str] = frozenset({"agent_error", "infra_error"})
 RUN_JSON = "run.json"
@@ -120,6 +127,8 @@ class RunRecord(BaseModel):
     versions: dict[str, str] = {}
     agent_env: dict[str, str | None] | None = None
     """The locked environment of an llm agent: name, torch variant, lock hash, lock file, source."""
+    llm: LlmTotals | None = None
+    """Calls, tokens and cost through the LLM gateway (runs that had it)."""
     rexmle_version: str = __version__
 
 

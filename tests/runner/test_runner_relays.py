@@ -12,12 +12,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from conftest import needs_bwrap
 
 from rexmle.runner.sandbox import Relay, SandboxRequest
 from rexmle.runner.sandbox.bwrap import BwrapSandbox
 from rexmle.runner.sandbox.local import shim_argv
 from rexmle.runner.sandbox.shim import parse_relay
-from tests.runner.conftest import needs_bwrap
 
 CLIENT = """
 import socket, sys

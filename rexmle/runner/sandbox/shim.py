@@ -43,10 +43,12 @@ def _pipe(source: socket.socket, target: socket.socket) -> None:
         target.shutdown(socket.SHUT_WR)
 
 
-def _forward(client: socket.socket, socket_path: Path) -> None:
-    upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+def _forward(client: socket.socket, socket_path: Path | None, port: int | None = None) -> None:
+    """Pipe ``client`` both ways to the unix socket ``socket_path`` (or 127.0.0.1:``port``)."""
+    family = socket.AF_UNIX if socket_path is not None else socket.AF_INET
+    upstream = socket.socket(family, socket.SOCK_STREAM)
     try:
-        upstream.connect(str(socket_path))
+        upstream.connect(str(socket_path) if socket_path is not None else ("127.0.0.1", port))
     except OSError:
         client.close()
         upstream.close()
@@ -85,6 +87,27 @@ def parse_relay(text: str) -> tuple[int, Path]:
         msg = f"--relay wants PORT=SOCKET_PATH with a port in 1..65535, got {text!r}"
         raise argparse.ArgumentTypeError(msg)
     return int(port_text), Path(socket_text)
+
+
+def start_unix_bridge(socket_path: Path, port: int) -> socket.socket:
+    """The host side of a relay to a TCP service: listen on the unix socket ``socket_path``
+    and forward each connection to 127.0.0.1:``port`` (daemon threads; close the returned
+    listener to stop)."""
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    socket_path.unlink(missing_ok=True)
+    listener.bind(str(socket_path))
+    listener.listen(64)
+
+    def accept_loop() -> None:
+        while True:
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=_forward, args=(client, None, port), daemon=True).start()
+
+    threading.Thread(target=accept_loop, daemon=True).start()
+    return listener
 
 
 def main(argv: list[str] | None = None) -> int:

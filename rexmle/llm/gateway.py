@@ -1,0 +1,397 @@
+"""Start the LLM gateway (one LiteLLM proxy per ``rexmle run``) and connect runs to it.
+
+::
+
+    with Gateway(load_llm_config(path)) as gateway:        # proxy on 127.0.0.1:<port>
+        with gateway.open_run("run-id", run_folder, socket_dir) as link:
+            sandbox.run(SandboxRequest(..., env={**env, **link.env}, relays=(link.relay,),
+                                       cancel=link.stop))
+            link.stopped_reason()   # budget spent / rate cap, or None
+            link.totals()           # LlmTotals for run.json
+
+The proxy runs from its own environment (:mod:`rexmle.llm.environment`) with the provider keys
+and a random master key in ITS environment only; its state folder (config, hook, registered
+runs) is a private temporary folder, hidden from sandboxes. A run gets a random token
+(registered by its hash), a unix-socket bridge for the sandbox relay, and a watcher that sets
+the run's ``stop`` event within :data:`WATCH_INTERVAL_S` of the gateway's stop file appearing
+(or of the harness's own cancel event).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from types import TracebackType
+
+import yaml
+
+from rexmle.errors import RexmleError
+from rexmle.llm import metering
+from rexmle.llm.config import Limits, LlmConfig
+from rexmle.llm.environment import GatewayEnv, install_gateway
+from rexmle.llm.proxy_config import (
+    HOOK_MODULE,
+    MASTER_KEY_ENV,
+    METERING_MODULE,
+    hook_settings,
+    litellm_config,
+    usable_models,
+)
+from rexmle.llm.usage import TRAJECTORY_FILE, USAGE_FILE, LlmTotals, summarize_usage
+from rexmle.runner.sandbox import Relay
+from rexmle.runner.sandbox.shim import start_unix_bridge
+
+WATCH_INTERVAL_S = 0.25
+STARTUP_TIMEOUT_S = 180.0
+STOP_GRACE_S = 10.0
+TOKEN_PREFIX = "rxg-"
+SOCKET_NAME = "gateway.sock"
+
+
+class GatewayError(RexmleError):
+    """The gateway could not start (the message names the cause and its log)."""
+
+
+def gateway_variables(base_url: str, token: str) -> dict[str, str]:
+    """The variables an agent gets to reach the gateway: ours and those the SDKs read."""
+    return {
+        "REXMLE_LLM_BASE_URL": base_url,
+        "REXMLE_LLM_TOKEN": token,
+        "OPENAI_BASE_URL": f"{base_url}/v1",
+        "OPENAI_API_BASE": f"{base_url}/v1",
+        "OPENAI_API_KEY": token,
+        "ANTHROPIC_BASE_URL": base_url,
+        "ANTHROPIC_API_KEY": token,
+    }
+
+
+PROVIDER_KEY_VARIABLES = frozenset(
+    {
+        "OPENAI_API_KEY",
+        "ANTHROPIC_API_KEY",
+        "GEMINI_API_KEY",
+        "GOOGLE_API_KEY",
+        "AZURE_API_KEY",
+        "AZURE_OPENAI_API_KEY",
+        "MISTRAL_API_KEY",
+        "GROQ_API_KEY",
+        "DEEPSEEK_API_KEY",
+        "OPENROUTER_API_KEY",
+        "TOGETHER_API_KEY",
+        "XAI_API_KEY",
+        "COHERE_API_KEY",
+        "HF_TOKEN",
+        "HUGGING_FACE_HUB_TOKEN",
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_SESSION_TOKEN",
+    }
+)
+"""Host variables that hold provider credentials: never passed into a sandbox."""
+
+
+def provider_key_variables(gateway: Gateway | None = None) -> frozenset[str]:
+    """The known provider key variables plus those the gateway's config names."""
+    extra = () if gateway is None else gateway.config.key_variables()
+    return PROVIDER_KEY_VARIABLES | frozenset(extra)
+
+
+def strip_provider_keys(env: dict[str, str], gateway: Gateway | None = None) -> list[str]:
+    """Remove every provider key variable from an agent's ``env``; returns the names removed."""
+    removed = sorted(name for name in provider_key_variables(gateway) if name in env)
+    for name in removed:
+        del env[name]
+    return removed
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _close_listener(listener: socket.socket) -> None:
+    with contextlib.suppress(OSError):
+        listener.shutdown(socket.SHUT_RDWR)
+    listener.close()
+
+
+@dataclass
+class RunLink:
+    """One run's connection to the gateway (see the module docstring)."""
+
+    run_id: str
+    token: str
+    base_url: str
+    relay: Relay
+    usage_path: Path
+    stop_path: Path
+    budget_usd: float | None
+    max_calls_per_minute: int | None
+    stop: threading.Event = field(default_factory=threading.Event)
+    """Set when the gateway stopped the run or the harness cancels: the sandbox's cancel event."""
+
+    @property
+    def env(self) -> dict[str, str]:
+        """The agent's gateway variables (:func:`gateway_variables`)."""
+        return gateway_variables(self.base_url, self.token)
+
+    def stopped_reason(self) -> str | None:
+        """Why the gateway stopped the run (budget spent, rate cap), or None."""
+        try:
+            return self.stop_path.read_text(encoding="utf-8").strip() or None
+        except FileNotFoundError:
+            return None
+
+    def totals(self) -> LlmTotals:
+        """The run's totals from its usage file."""
+        return summarize_usage(
+            self.usage_path,
+            budget_usd=self.budget_usd,
+            max_calls_per_minute=self.max_calls_per_minute,
+            stopped=self.stopped_reason(),
+        )
+
+
+class Gateway:
+    """One LiteLLM proxy on 127.0.0.1 (see the module docstring)."""
+
+    def __init__(
+        self,
+        config: LlmConfig,
+        *,
+        env: GatewayEnv | None = None,
+        log_path: Path | None = None,
+        startup_timeout_s: float = STARTUP_TIMEOUT_S,
+    ) -> None:
+        """Args:
+        config: providers, models, prices and per-run limits.
+        env: the installed gateway environment (default: installed now if needed).
+        log_path: where the proxy's output goes (default: its state folder, removed at stop).
+        startup_timeout_s: how long to wait for the proxy to answer.
+        """
+        self.config = config
+        self.env = env
+        self.log_path = log_path
+        self.startup_timeout_s = startup_timeout_s
+        self.port = 0
+        self.state_dir: Path | None = None
+        self.process: subprocess.Popen[bytes] | None = None
+        self.aliases: list[str] = []
+        self.skipped: list[str] = []
+        """Aliases left out because their provider's key variable is not set."""
+        self.startup_s = 0.0
+
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:<port>``: the gateway root."""
+        return f"http://127.0.0.1:{self.port}"
+
+    def _write_state(self, state: Path) -> None:
+        (state / "config.yaml").write_text(
+            yaml.safe_dump(litellm_config(self.config, self.aliases), sort_keys=False),
+            encoding="utf-8",
+        )
+        settings = hook_settings(self.config, self.aliases)
+        (state / "gateway.json").write_text(json.dumps(settings, indent=1), encoding="utf-8")
+        package = resources.files("rexmle.llm")
+        for source, target in (("proxy_hook.py", HOOK_MODULE), ("metering.py", METERING_MODULE)):
+            text = package.joinpath(source).read_text(encoding="utf-8")
+            (state / f"{target}.py").write_text(text, encoding="utf-8")
+        (state / "runs").mkdir()
+
+    def start(self) -> Gateway:
+        """Install the environment if needed, write the proxy's config, start it and wait.
+
+        Raises:
+            GatewayError: no model has its provider key, or the proxy did not come up
+                (its log's end is in the message).
+        """
+        self.aliases, self.skipped = usable_models(self.config, dict(os.environ))
+        if not self.aliases:
+            needed = ", ".join(self.config.key_variables())
+            msg = f"no LLM model is usable: set a provider key in the harness ({needed})"
+            raise GatewayError(msg)
+        if self.env is None:
+            self.env, _ = install_gateway()
+        started = time.monotonic()
+        self.state_dir = Path(tempfile.mkdtemp(prefix="rexmle-gw-"))
+        self.state_dir.chmod(0o700)
+        self._write_state(self.state_dir)
+        log_path = self.log_path or self.state_dir / "proxy.log"
+        self.port = _free_port()
+        proxy_env = {
+            **{k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONHOME")},
+            MASTER_KEY_ENV: f"sk-{secrets.token_urlsafe(32)}",
+            "REXMLE_GATEWAY_STATE": str(self.state_dir),
+            "PYTHONPATH": str(self.state_dir),
+            "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+            "DISABLE_ADMIN_UI": "True",
+            "LITELLM_DONT_SHOW_FEEDBACK_BOX": "True",
+            "NO_DOCS": "True",
+            "NO_REDOC": "True",
+        }
+        argv = [
+            str(self.env.litellm),
+            "--config",
+            str(self.state_dir / "config.yaml"),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--num_workers",
+            "1",
+        ]
+        with open(log_path, "ab") as log:
+            self.process = subprocess.Popen(
+                argv,
+                env=proxy_env,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        self._wait_ready(log_path)
+        self.startup_s = time.monotonic() - started
+        return self
+
+    def _healthy(self) -> bool:
+        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2)
+        try:
+            connection.request("GET", "/health/liveliness")
+            return connection.getresponse().status == 200
+        except OSError:
+            return False
+        finally:
+            connection.close()
+
+    def _wait_ready(self, log_path: Path) -> None:
+        assert self.process is not None
+        deadline = time.monotonic() + self.startup_timeout_s
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                break
+            if self._healthy():
+                return
+            time.sleep(0.2)
+        code = self.process.poll()
+        tail = log_path.read_text(encoding="utf-8", errors="replace")[-3000:]
+        self.stop()
+        why = f"exited with code {code}" if code is not None else "did not answer in time"
+        msg = f"the LLM gateway {why}; its log ends with:\n{tail}"
+        raise GatewayError(msg)
+
+    def stop(self) -> None:
+        """Stop the proxy (SIGTERM, then SIGKILL after a grace) and remove its state folder."""
+        process, self.process = self.process, None
+        if process is not None and process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGTERM)
+            try:
+                process.wait(timeout=STOP_GRACE_S)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+        if self.state_dir is not None:
+            shutil.rmtree(self.state_dir, ignore_errors=True)
+            self.state_dir = None
+
+    def __enter__(self) -> Gateway:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def register(
+        self, run_id: str, folder: Path, *, socket_dir: Path, limits: Limits | None = None
+    ) -> RunLink:
+        """Give a run a token; its usage and trajectory go to ``folder``; ``limits`` default to
+        the config's."""
+        if self.state_dir is None:
+            msg = "the gateway is not started"
+            raise GatewayError(msg)
+        token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+        limits = limits or self.config.limits
+        usage_path = folder / USAGE_FILE
+        stop_path = self.state_dir / "runs" / f"{metering.token_id(token)}.stop"
+        entry = metering.RunEntry(
+            run_id=run_id,
+            usage_path=str(usage_path),
+            trajectory_path=str(folder / TRAJECTORY_FILE),
+            stop_path=str(stop_path),
+            budget_usd=limits.budget_usd,
+            max_calls_per_minute=limits.max_calls_per_minute,
+            trajectory_max_bytes=int(limits.trajectory_max_mb * 1024 * 1024),
+        )
+        for path in (usage_path, folder / TRAJECTORY_FILE):
+            path.unlink(missing_ok=True)
+        metering.register(self.state_dir, token, entry)
+        return RunLink(
+            run_id=run_id,
+            token=token,
+            base_url=self.base_url,
+            relay=Relay(self.port, socket_dir / SOCKET_NAME),
+            usage_path=usage_path,
+            stop_path=stop_path,
+            budget_usd=limits.budget_usd,
+            max_calls_per_minute=limits.max_calls_per_minute,
+        )
+
+    def unregister(self, link: RunLink) -> None:
+        """Forget the run's token: later calls with it are refused."""
+        if self.state_dir is not None:
+            (self.state_dir / "runs" / f"{metering.token_id(link.token)}.json").unlink(
+                missing_ok=True
+            )
+
+    @contextlib.contextmanager
+    def open_run(
+        self,
+        run_id: str,
+        folder: Path,
+        socket_dir: Path,
+        *,
+        cancel: threading.Event | None = None,
+        limits: Limits | None = None,
+    ) -> Iterator[RunLink]:
+        """Register the run, bridge its relay socket, watch its stop file; undo all at exit."""
+        link = self.register(run_id, folder, socket_dir=socket_dir, limits=limits)
+        listener = start_unix_bridge(link.relay.socket, self.port)
+        done = threading.Event()
+
+        def watch() -> None:
+            while not done.wait(WATCH_INTERVAL_S):
+                if link.stop_path.exists() or (cancel is not None and cancel.is_set()):
+                    link.stop.set()
+                    return
+
+        watcher = threading.Thread(target=watch, daemon=True)
+        watcher.start()
+        try:
+            yield link
+        finally:
+            done.set()
+            watcher.join()
+            _close_listener(listener)
+            link.relay.socket.unlink(missing_ok=True)
+            self.unregister(link)

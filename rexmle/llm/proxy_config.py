@@ -1,0 +1,77 @@
+"""The LiteLLM proxy's ``config.yaml`` and our callback's settings, generated from an LlmConfig.
+
+Each model becomes one ``model_list`` entry named ``gw/<name>``: the upstream model with the
+provider's prefix (``openai/gpt-5``), its ``api_base``, its key as ``os.environ/<key_env>`` (the
+value is never written to a file) and the pinned prices per token in ``model_info``. The proxy
+runs our auth function and callback (:mod:`rexmle.llm.proxy_hook`), ``modify_params`` (e.g. a
+system-only prompt made acceptable to Anthropic) and ``drop_params`` as configured.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rexmle.llm.config import LlmConfig
+
+HOOK_MODULE = "proxy_hook"
+METERING_MODULE = "gateway_metering"
+MASTER_KEY_ENV = "LITELLM_MASTER_KEY"
+
+ALLOWED_ROUTES = tuple(
+    prefix + route
+    for route in ("/chat/completions", "/responses", "/messages", "/embeddings", "/models")
+    for prefix in ("", "/v1")
+)
+"""The only routes a run token may call; admin, key, config and UI routes are refused."""
+
+
+def usable_models(config: LlmConfig, environ: dict[str, str]) -> tuple[list[str], list[str]]:
+    """(aliases whose provider key is set or not needed, aliases skipped for a missing key)."""
+    usable, skipped = [], []
+    for alias, model in config.aliases().items():
+        key_env = config.providers[model.provider].key_env
+        (usable if key_env is None or environ.get(key_env) else skipped).append(alias)
+    return usable, skipped
+
+
+def litellm_config(config: LlmConfig, aliases: list[str]) -> dict[str, Any]:
+    """The proxy's config.yaml (as a dict) serving ``aliases``."""
+    entries = []
+    for alias in aliases:
+        model = config.aliases()[alias]
+        provider = config.providers[model.provider]
+        params: dict[str, Any] = {
+            "model": f"{provider.api}/{model.upstream}",
+            "api_base": provider.base_url,
+            "api_key": f"os.environ/{provider.key_env}" if provider.key_env else "none",
+        }
+        info = {
+            "input_cost_per_token": model.price.input / 1e6,
+            "output_cost_per_token": model.price.output / 1e6,
+            "cache_read_input_token_cost": model.price.cached_input / 1e6,
+        }
+        entries.append({"model_name": alias, "litellm_params": params, "model_info": info})
+    return {
+        "model_list": entries,
+        "litellm_settings": {
+            "callbacks": f"{HOOK_MODULE}.handler",
+            "modify_params": True,
+            "drop_params": config.drop_params,
+            "num_retries": 0,
+        },
+        "general_settings": {
+            "custom_auth": f"{HOOK_MODULE}.authenticate",
+            "master_key": f"os.environ/{MASTER_KEY_ENV}",
+        },
+    }
+
+
+def hook_settings(config: LlmConfig, aliases: list[str]) -> dict[str, Any]:
+    """``gateway.json``: what the callback reads (prices, upstream names, key variables, routes)."""
+    models = config.aliases()
+    return {
+        "prices": {alias: models[alias].price.model_dump() for alias in aliases},
+        "upstream_models": {alias: models[alias].upstream for alias in aliases},
+        "key_env": config.key_variables(),
+        "allowed_routes": list(ALLOWED_ROUTES),
+    }
