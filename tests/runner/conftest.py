@@ -70,9 +70,10 @@ def run_agent(tmp_path: Path) -> RunAgent:
         time_limit_s: float = 60.0,
         network: bool = False,
         seed: int = 0,
+        env: list[str] | None = None,
     ) -> tuple[RunRecord, Path]:
         spec = load_agent(agent).with_overrides(
-            command=command, time_limit_s=time_limit_s, network=network
+            command=command, time_limit_s=time_limit_s, network=network, env=env
         )
         config = RunConfig(
             task="isles22",

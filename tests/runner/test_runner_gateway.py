@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -135,3 +137,59 @@ def test_the_provider_key_never_enters_the_sandbox(
     assert record.llm is not None and record.llm.calls_refused >= 1
     assert STANDIN_KEY not in (folder / "llm_trajectory.jsonl").read_text()
     assert os.environ["OPENAI_API_KEY"] == STANDIN_KEY
+
+
+def gateway_processes() -> set[int]:
+    """Pids of running LiteLLM proxies started by a gateway (their config is in rexmle-gw-*)."""
+    found = set()
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                if b"rexmle-gw-" in handle.read():
+                    found.add(int(entry))
+        except OSError:
+            continue
+    return found
+
+
+def test_run_command_with_llm_config_meters_a_command_agent_and_stops_the_gateway(
+    llm_standin, upstream, isles22_dirs, tmp_path
+):
+    upstream.reset(default=Reply(text="from the stand-in", input_tokens=100, output_tokens=10))
+    config = tmp_path / "llm.yaml"
+    config.write_text(
+        f"""
+providers:
+  standin: {{api: openai, base_url: "{llm_standin.base_url}/v1", key_env: STANDIN_KEY}}
+models:
+  gpt-5: {{provider: standin, upstream: gpt-5, price: {{input: 1.0, cached_input: 0.5, output: 2.0}}}}
+limits: {{budget_usd: 1.0, max_calls_per_minute: 60}}
+"""
+    )
+    agent = (
+        f'{COPY_SAMPLE} && python -c "import json, os, urllib.request; '
+        "r = urllib.request.Request(os.environ['OPENAI_BASE_URL'] + '/chat/completions', "
+        "data=json.dumps({'model': 'gw/gpt-5', 'messages': [{'role': 'user', 'content': 'x'}]})"
+        ".encode(), headers={'Authorization': 'Bearer ' + os.environ['OPENAI_API_KEY'], "
+        "'Content-Type': 'application/json'}); "
+        "print(json.loads(urllib.request.urlopen(r).read())['choices'][0]['message']['content'])\""
+    )
+    before = gateway_processes()
+    done = subprocess.run(
+        [sys.executable, "-m", "rexmle.cli", "run", "--agent", "command", "--agent-cmd", agent,
+         "--task", "isles22", "--mini", "--data-dir", str(isles22_dirs.root.parent), "--runs-dir",
+         str(tmp_path / "runs"), "--sandbox", "bwrap", "--no-network", "--llm-config",
+         str(config), "--json"],
+        env={**os.environ, "STANDIN_KEY": STANDIN_KEY},
+        capture_output=True, text=True, timeout=400, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    (record,) = json.loads(done.stdout)
+    assert record["status"] == "completed"
+    assert record["llm"]["calls"] == 1
+    # 100 * 1.0 + 10 * 2.0 = 120 per 1M
+    assert record["llm"]["cost_usd"] == pytest.approx(120e-6, abs=1e-12)
+    folder = Path(record["folder"])
+    assert "from the stand-in" in (folder / "agent.stdout.log").read_text()
+    assert "LLM gateway on http://127.0.0.1:" in done.stderr
+    assert gateway_processes() <= before

@@ -17,7 +17,7 @@ from conftest import needs_bwrap
 from rexmle.runner.sandbox import Relay, SandboxRequest
 from rexmle.runner.sandbox.bwrap import BwrapSandbox
 from rexmle.runner.sandbox.local import shim_argv
-from rexmle.runner.sandbox.shim import parse_relay
+from rexmle.runner.sandbox.shim import parse_relay, start_unix_bridge
 
 CLIENT = """
 import socket, sys
@@ -104,3 +104,21 @@ def test_bwrap_without_network_reaches_both_relays(unix_services, tmp_path):
     stdout = (tmp_path / "out.log").read_text()
     assert result.exit_code == 0, (tmp_path / "err.log").read_text()
     assert stdout.splitlines() == ["47001 alpha:ping", "47002 beta:ping"]
+
+
+def test_unix_bridge_forwards_to_a_tcp_service(tmp_path):
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), _Named)
+    server.name = b"tcp"  # type: ignore[attr-defined]
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    path = tmp_path / "bridge.sock"
+    listener = start_unix_bridge(path, server.server_address[1])
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+            conn.connect(str(path))
+            conn.sendall(b"ping")
+            conn.shutdown(socket.SHUT_WR)
+            assert conn.recv(100) == b"tcp:ping"
+    finally:
+        listener.close()
+        server.shutdown()
+        server.server_close()
