@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-slow lint format bench clean
+.PHONY: demo test test-slow test-agents lint format bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,6 +21,10 @@ test: $(STAMP)
 
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -q -m slow
+
+# opt-in: installs AIDE's and ML-Master's environments, runs them through the LLM gateway
+test-agents: $(STAMP)
+	$(BIN)/python -m pytest -q -m agents tests/agents/test_agents_e2e.py
 
 lint: $(STAMP)
 	$(BIN)/ruff format --check rexmle tests bench

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import BaseModel
 
-from rexmle.agents.environments import AgentEnv, resolve_env
+from rexmle.agents.environments import AgentEnv, check_cache_location, resolve_env
 from rexmle.agents.registry import AgentSpec
 from rexmle.errors import SpecError
 
@@ -28,7 +29,8 @@ WORK_DIR = "agent"
 OUTPUT_DIR = "agent_output"
 """Inside the workspace: the agent's own working folder, and what the adapter collects (moved
 into the run folder after the run)."""
-SYNC_INTERVAL_S = 10.0
+SYNC_INTERVAL_S = 2.0
+"""Seconds between two looks at the agent's results (a look reads only changed files)."""
 
 
 class AgentEnvRecord(BaseModel):
@@ -102,6 +104,26 @@ def adapter_config(
         "source_dir": str(env.source_dir) if env.source is not None else None,
         "sync_interval_s": SYNC_INTERVAL_S,
     }
+
+
+def require_startable(spec: AgentSpec, *, hidden: Sequence[Path]) -> None:
+    """Check before any run that ``spec`` can start: a command, or an installed environment.
+
+    Raises:
+        SpecError: no command (``command`` agent without ``--agent-cmd``), or an llm agent
+            whose environment is not installed or lies where the sandbox hides it.
+    """
+    if spec.llm is None:
+        spec.argv()
+        return
+    env = resolve_env(spec.llm.environment)
+    check_cache_location(env.root.parent, hidden)
+    if not env.is_installed():
+        msg = (
+            f"the environment of {spec.id} is not installed ({env.root}): run "
+            f"`rexmle agents install {spec.llm.environment}` first"
+        )
+        raise SpecError(msg)
 
 
 def prepare_launch(

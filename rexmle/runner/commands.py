@@ -107,6 +107,15 @@ def run(
     memory_limit_mb: Annotated[
         int | None, typer.Option("--memory-limit-mb", min=1, help="RLIMIT_AS of the agent.")
     ] = None,
+    model: Annotated[
+        str | None, typer.Option("--model", help="LLM agents: the model of every role.")
+    ] = None,
+    steps: Annotated[
+        int | None, typer.Option("--steps", min=1, help="LLM agents: search steps or loops.")
+    ] = None,
+    step_timeout: Annotated[
+        float | None, typer.Option("--step-timeout", min=1, help="LLM agents: s per script.")
+    ] = None,
     sandbox: Annotated[str, typer.Option("--sandbox", help="auto, bwrap or local.")] = "auto",
     kill_grace: Annotated[
         float, typer.Option("--kill-grace", min=0, help="Seconds from SIGTERM to SIGKILL.")
@@ -132,6 +141,7 @@ def run(
     ] = None,
 ) -> None:
     """Run an agent on tasks (resumable): workspaces, sandbox, validation server, grading."""
+    from rexmle.agents.llm_launch import require_startable
     from rexmle.agents.registry import load_agent
     from rexmle.config import resolve_data_dir, resolve_runs_dir
     from rexmle.grading.parallel import default_workers
@@ -155,12 +165,15 @@ def run(
             network=network,
             memory_limit_mb=memory_limit_mb,
             env=agent_env,
+            model=model,
+            steps=steps,
+            step_timeout_s=step_timeout,
         )
-        spec.argv()
         task_ids, suite_is_mini = select_tasks(task or [], suite)
         use_mini = mini or suite_is_mini
         data = resolve_data_dir(data_dir)
         runs = resolve_runs_dir(runs_dir)
+        require_startable(spec, hidden=(data, runs))
         runnable, left_out = implemented_tasks(task_ids, spec)
         for task_id, why in left_out.items():
             err.print(f"[yellow]{task_id}:[/] skipped, {why}", highlight=False)

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
 import subprocess
-import zipfile
 from pathlib import Path
 
 import pytest
@@ -105,49 +103,6 @@ def test_cpu_torch_comes_from_a_local_wheel_folder_or_the_cpu_index(monkeypatch,
     assert "--extra-index-url" in cpu_torch_sources()
     (wheels / "torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl").write_bytes(b"")
     assert cpu_torch_sources() == ["--find-links", str(wheels)]
-
-
-def _wheel(folder: Path, name: str, version: str, module_source: str) -> Path:
-    """A minimal, valid pure-Python wheel (PEP 427) with RECORD hashes."""
-    dist = f"{name.replace('-', '_')}-{version}"
-    files = {
-        f"{name.replace('-', '_')}/__init__.py": module_source.encode(),
-        f"{dist}.dist-info/METADATA": (
-            f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
-        ).encode(),
-        f"{dist}.dist-info/WHEEL": (
-            b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
-        ),
-    }
-    record = []
-    for path, content in files.items():
-        digest = base64.urlsafe_b64encode(hashlib.sha256(content).digest()).rstrip(b"=")
-        record.append(f"{path},sha256={digest.decode()},{len(content)}")
-    record.append(f"{dist}.dist-info/RECORD,,")
-    files[f"{dist}.dist-info/RECORD"] = ("\n".join(record) + "\n").encode()
-    wheel = folder / f"{dist}-py3-none-any.whl"
-    with zipfile.ZipFile(wheel, "w") as archive:
-        for path, content in files.items():
-            archive.writestr(path, content)
-    return wheel
-
-
-@pytest.fixture
-def tiny_envs(monkeypatch, tmp_path: Path) -> Path:
-    """An envs folder with one agent 'tiny' locked to a local wheel, pip finding it offline."""
-    wheels = tmp_path / "wheels"
-    wheels.mkdir()
-    wheel = _wheel(wheels, "tiny-agent", "1.0", "VALUE = 42\n")
-    envs = tmp_path / "envs"
-    (envs / "tiny").mkdir(parents=True)
-    (envs / "tiny" / "env.yaml").write_text(
-        "name: tiny\ndescription: test agent\ncheck_imports: [tiny_agent]\n"
-    )
-    digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
-    (envs / "tiny" / "cpu.lock").write_text(f"tiny-agent==1.0 \\\n    --hash=sha256:{digest}\n")
-    monkeypatch.setattr(environments, "_envs_folder", lambda: envs)
-    monkeypatch.setattr(environments, "pip_find_links", lambda: [str(wheels)])
-    return envs
 
 
 def test_install_is_real_offline_idempotent_and_keyed_by_the_lock(tiny_envs: Path, tmp_path: Path):

@@ -77,6 +77,7 @@ class AideResults:
         self.output = Path(str(config["output_dir"]))
         self.best = best
         self.seen_nodes = 0
+        self.journal_mtime = 0
 
     def poll(self) -> None:
         """Offer the newest node's submission when the journal grew and that node is good."""
@@ -84,7 +85,12 @@ class AideResults:
         workspace = runtime.newest_folder(self.work / "workspaces", f"*-{EXP_NAME}")
         if logs is None or workspace is None or not (logs / "journal.json").is_file():
             return
-        nodes = json.loads((logs / "journal.json").read_text(encoding="utf-8")).get("nodes", [])
+        journal = logs / "journal.json"
+        changed = journal.stat().st_mtime_ns
+        if changed == self.journal_mtime:
+            return
+        self.journal_mtime = changed
+        nodes = json.loads(journal.read_text(encoding="utf-8")).get("nodes", [])
         if len(nodes) <= self.seen_nodes:
             return
         self.seen_nodes = len(nodes)
