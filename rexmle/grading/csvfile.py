@@ -6,7 +6,7 @@ import csv
 import io
 from pathlib import Path
 
-from rexmle.errors import InvalidSubmission
+from rexmle.errors import MAX_REASONS, InvalidSubmission, cap_reasons
 
 
 def read_csv_rows(path: Path) -> tuple[list[str], list[dict[str, str]]]:
@@ -49,17 +49,22 @@ def read_csv_rows(path: Path) -> tuple[list[str], list[dict[str, str]]]:
     if not body:
         msg = f"{name}: has a header but zero data rows"
         raise InvalidSubmission([msg])
-    reasons = []
+    reasons: list[str] = []
+    n_bad = 0
     rows: list[dict[str, str]] = []
     for line, record in enumerate(body, start=2):
         if len(record) != len(header):
-            reasons.append(
-                f"{name} line {line}: {len(record)} cells, but the header has {len(header)} columns"
-            )
+            n_bad += 1
+            if n_bad <= MAX_REASONS:  # the rest is only counted: the reasons stay bounded
+                reasons.append(
+                    f"{name} line {line}: {len(record)} cells, but the header has "
+                    f"{len(header)} columns"
+                )
             continue
-        rows.append(dict(zip(header, record, strict=True)))
-    if reasons:
-        raise InvalidSubmission(reasons)
+        if not n_bad:
+            rows.append(dict(zip(header, record, strict=True)))
+    if n_bad:
+        raise InvalidSubmission(cap_reasons(reasons, n_total=n_bad))
     return header, rows
 
 

@@ -17,11 +17,12 @@ from rexmle import __version__
 from rexmle.challenges.base import LoadedSubmission, SubmissionCase, TaskDirs, TaskImplementation
 from rexmle.challenges.registry import load_implementation
 from rexmle.config import resolve_data_dir
-from rexmle.errors import HarnessError, InvalidSubmission, NotPrepared
+from rexmle.errors import MAX_REASONS, HarnessError, InvalidSubmission, NotPrepared
 from rexmle.grading.checks import SubmissionWarning
 from rexmle.grading.csvfile import leading_zero_hints, read_csv_rows
 from rexmle.grading.parallel import default_workers, map_cases
 from rexmle.grading.paths import resolve_submission_path
+from rexmle.grading.reasons import BoundedReasons
 from rexmle.grading.report import GradeReport, ValidationResult
 from rexmle.ranking import load_leaderboard
 
@@ -66,8 +67,8 @@ def load_submission(
         if resolved is None:
             raise InvalidSubmission([f"{SUBMISSION_CSV}: {problem}"])
     columns, rows = read_csv_rows(csv_path)
-    reasons: list[str] = []
-    warnings: list[str] = []
+    reasons = BoundedReasons()
+    warnings = BoundedReasons()
     missing_cols = [c for c in task.required_columns if c not in columns]
     if missing_cols:
         msg = (
@@ -84,7 +85,8 @@ def load_submission(
     seen: dict[str, int] = {}
     cases: dict[str, SubmissionCase] = {}
     path_owner: dict[Path, str] = {}
-    unknown: list[tuple[str, str]] = []  # (where, id)
+    unknown: list[tuple[str, str]] = []  # (where, id) of the first MAX_REASONS unknown ids
+    n_unknown = 0
     for line, row in enumerate(rows, start=2):
         case_id = row[task.id_column]
         where = f"{SUBMISSION_CSV} line {line} ({task.id_column}={case_id!r})"
@@ -97,7 +99,9 @@ def load_submission(
             continue
         seen[case_id] = line
         if case_id not in expected_set:
-            unknown.append((where, case_id))
+            n_unknown += 1
+            if len(unknown) < MAX_REASONS:
+                unknown.append((where, case_id))
             continue
         paths: dict[str, Path] = {}
         for column in task.path_columns:
@@ -119,6 +123,7 @@ def load_submission(
     hints = leading_zero_hints([i for _, i in unknown], set(missing_ids))
     for where, case_id in unknown:
         reasons.append(f"{where}: {case_id!r} is not a test id{hints.get(case_id, '')}")
+    reasons.count_more(n_unknown - len(unknown))
     if missing_ids:
         shown = ", ".join(repr(i) for i in missing_ids[:10])
         more = f" and {len(missing_ids) - 10} more" if len(missing_ids) > 10 else ""
@@ -136,23 +141,12 @@ def load_submission(
         for finding in case_findings:
             (warnings if isinstance(finding, SubmissionWarning) else reasons).append(finding)
     if reasons:
-        raise InvalidSubmission(_capped(reasons))
-    submission = LoadedSubmission(folder=folder, cases=cases, warnings=warnings)
-    reasons = task.check_submission(submission, public_dir)
-    if reasons:
-        raise InvalidSubmission(reasons)
+        raise InvalidSubmission(reasons.as_list())
+    submission = LoadedSubmission(folder=folder, cases=cases, warnings=warnings.as_list())
+    across = task.check_submission(submission, public_dir)
+    if across:
+        raise InvalidSubmission(across)
     return submission
-
-
-MAX_REASONS = 200
-
-
-def _capped(reasons: list[str]) -> list[str]:
-    """At most MAX_REASONS reasons, then one line counting the rest (reports stay readable)."""
-    if len(reasons) <= MAX_REASONS:
-        return reasons
-    rest = len(reasons) - MAX_REASONS
-    return [*reasons[:MAX_REASONS], f"... and {rest} more problem(s) of the same kinds"]
 
 
 def _check_case(task: TaskImplementation, public_dir: Path, case: SubmissionCase) -> list[str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -10,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from rexmle.errors import MAX_REASONS, InvalidSubmission
 from rexmle.grading import validate_submission
-from rexmle.grading.grader import MAX_REASONS
+from rexmle.grading.reasons import BoundedReasons
 
 TASK = "isles22"
 HEADER = "case_id,predicted_mask_path\n"
@@ -91,3 +93,41 @@ def test_submission_csv_linked_from_outside_the_folder_is_invalid(dirs, tmp_path
     (folder / "submission.csv").symlink_to(outside)
     (reason,) = _reasons(dirs, folder)
     assert "submission.csv" in reason and "outside the submission folder" in reason
+
+
+def test_a_million_malformed_lines_give_a_bounded_report(dirs, tmp_path) -> None:
+    """Every kind of reason is capped, the CSV reader's too (1M lines -> ~15 KB, not 73 MB)."""
+    folder = _folder(dirs, tmp_path, "")
+    with open(folder / "submission.csv", "a", encoding="utf-8") as handle:
+        handle.writelines(f"x{i},a,b\n" for i in range(1_000_000))
+    report_path = tmp_path / "grade.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "rexmle.cli", "grade", TASK, str(folder), "--workers", "1",
+         "--data-dir", str(dirs.root.parent), "--json", str(report_path)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr[-2000:]
+    report = json.loads(report_path.read_text(encoding="utf-8"))
+    assert len(report["reasons"]) == MAX_REASONS + 1
+    assert report["reasons"][0] == "submission.csv line 3: 3 cells, but the header has 2 columns"
+    assert (
+        report["reasons"][-1]
+        == f"... and {1_000_000 - MAX_REASONS} more problem(s) of the same kinds"
+    )
+    assert report_path.stat().st_size < 100_000
+    assert len(done.stdout) + len(done.stderr) < 100_000
+
+
+def test_reasons_of_every_origin_are_capped() -> None:
+    reasons = [f"problem {i}" for i in range(5 * MAX_REASONS)]
+    assert len(InvalidSubmission(reasons).reasons) == MAX_REASONS + 1
+    collected = BoundedReasons()
+    for reason in reasons:
+        collected.append(reason)
+    collected.count_more(7)
+    assert len(collected) == 5 * MAX_REASONS + 7
+    assert collected.as_list() == [
+        *reasons[:MAX_REASONS],
+        f"... and {4 * MAX_REASONS + 7} more problem(s) of the same kinds",
+    ]
+    assert InvalidSubmission(collected.as_list()).reasons == collected.as_list()
