@@ -20,6 +20,7 @@ from rexmle.config import resolve_data_dir
 from rexmle.errors import MAX_REASONS, HarnessError, InvalidSubmission, NotPrepared
 from rexmle.grading.checks import SubmissionWarning
 from rexmle.grading.csvfile import leading_zero_hints, read_csv_rows
+from rexmle.grading.integrity import check_private_files
 from rexmle.grading.parallel import default_workers, map_cases
 from rexmle.grading.paths import resolve_submission_path
 from rexmle.grading.reasons import BoundedReasons
@@ -196,13 +197,15 @@ def grade_submission(
 
     Raises:
         NotPrepared: the task is not prepared in the data dir.
-        HarnessError: gold does not load, the scorer fails or returns a non-finite or missing
+        HarnessError: a private file differs from ``prepared.json``, gold does not load, the
+            scorer fails or returns a non-finite or missing
             leaderboard value (a harness problem, not the submission's).
     """
     started = time.perf_counter()
     task = load_implementation(task_id)
     dirs = task_dirs(task_id, data_dir)
     require_prepared(task_id, dirs)
+    check_private_files(task_id, dirs)
     leaderboard = load_leaderboard(task_id)
     n_workers = workers or default_workers()
     try:
