@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 
-from rexmle.io import Geometry, Image, ImageReadError, read_geometry, read_image
+from rexmle.io import Geometry, Image, ImageReadError, ImageTooLarge, read_geometry, read_image
 from rexmle.io.images import Reader
+
+BUDGET_FACTOR = 4
+"""A submitted image may declare at most this many times the values of its test image (room for
+up to 4 channels or a few trailing axes, so that such files get their precise reason); anything
+larger is refused from its header alone."""
 
 
 class SubmissionWarning(str):
@@ -18,19 +24,43 @@ class SubmissionWarning(str):
     __slots__ = ()
 
 
+def pixel_budget(expected_shape: tuple[int, ...]) -> int:
+    """The most values a submitted image for a test image of ``expected_shape`` may declare.
+
+    Definition: BUDGET_FACTOR * prod(expected_shape).
+    """
+    return BUDGET_FACTOR * math.prod(int(n) for n in expected_shape)
+
+
+def budget_problem(err: ImageTooLarge, expected_shape: tuple[int, ...]) -> str:
+    """The reason given for a file refused by its header (see :func:`pixel_budget`)."""
+    return (
+        f"{err} (at most {BUDGET_FACTOR} x the {math.prod(expected_shape)} values of the test "
+        f"image, shape {tuple(expected_shape)}). Write the prediction on the input image's grid."
+    )
+
+
 def read_submitted_image(
-    path: Path, *, suffixes: Iterable[str], reader: Reader = "auto"
+    path: Path,
+    *,
+    suffixes: Iterable[str],
+    expected_shape: tuple[int, ...],
+    reader: Reader = "auto",
 ) -> tuple[Image | None, str | None]:
     """Read a submitted image whose name must end in one of ``suffixes``; (image, problem).
 
-    ``reader`` as in :func:`rexmle.io.read_image` (``"simpleitk"`` where the official evaluation
-    reads predictions with SimpleITK).
+    ``expected_shape`` is the test image's shape: the file's header is checked against
+    :func:`pixel_budget` of it before anything is decoded (a decompression bomb costs a header
+    read). ``reader`` as in :func:`rexmle.io.read_image` (``"simpleitk"`` where the official
+    evaluation reads predictions with SimpleITK).
     """
     allowed = tuple(suffixes)
     if not path.name.lower().endswith(allowed):
         return None, f"{path.name}: file type not accepted; use one of {', '.join(allowed)}"
     try:
-        return read_image(path, reader=reader), None
+        return read_image(path, reader=reader, max_pixels=pixel_budget(expected_shape)), None
+    except ImageTooLarge as err:
+        return None, budget_problem(err, expected_shape)
     except ImageReadError as err:
         return None, f"unreadable file: {err}"
 
@@ -43,7 +73,10 @@ def read_label_volume(
     Returns (image, test image geometry, None), or (None, None, problem) when the file is not
     readable, not 3-D single-component, or not of the test image's size (never resampled).
     """
-    image, problem = read_submitted_image(path, suffixes=suffixes, reader="simpleitk")
+    test = read_geometry(test_image)
+    image, problem = read_submitted_image(
+        path, suffixes=suffixes, expected_shape=test.shape, reader="simpleitk"
+    )
     if image is None:
         return None, None, str(problem)
     array = image.array
@@ -56,7 +89,6 @@ def read_label_volume(
                 f"{image.geometry.channels} component(s); write a 3-D single-component {what}"
             ),
         )
-    test = read_geometry(test_image)
     shape_problem = check_shape(array.shape, test.shape, what=path.name)
     if shape_problem:
         return None, None, shape_problem

@@ -16,9 +16,24 @@ from rexmle.io.images import (
     Geometry,
     Image,
     ImageReadError,
+    ImageTooLarge,
+    check_budget,
+    n_values,
+    open_pillow,
     read_geometry,
     read_image,
     write_image,
 )
 
-__all__ = ["Geometry", "Image", "ImageReadError", "read_geometry", "read_image", "write_image"]
+__all__ = [
+    "Geometry",
+    "Image",
+    "ImageReadError",
+    "ImageTooLarge",
+    "check_budget",
+    "n_values",
+    "open_pillow",
+    "read_geometry",
+    "read_image",
+    "write_image",
+]

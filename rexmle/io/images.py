@@ -3,30 +3,49 @@
 See :mod:`rexmle.io` for the axis convention. Formats: NIfTI (``.nii``, ``.nii.gz``) via nibabel;
 MetaImage and NRRD (``.mha``, ``.mhd``, ``.nrrd``, ``.seg.nrrd``) via SimpleITK; TIFF via tifffile;
 PNG/JPEG/BMP via Pillow.
+
+Bounded decoding: :func:`read_geometry` reads headers only, for every format (nibabel's header,
+SimpleITK's ``ReadImageInformation``, tifffile's page tags, Pillow's lazy open). With
+``max_pixels``, :func:`read_image` compares the header's declared size with that budget before
+any voxel is decoded, so a small compressed file whose header claims gigabytes is refused at the
+cost of reading its header. The decoders then read exactly the declared amount: nibabel and
+SimpleITK inflate a gzip/zlib stream into a buffer of the header's size and stop there, tifffile
+decodes the declared tiles or strips, Pillow the declared rows. Pillow's own bomb guard stays on,
+at :data:`MAX_IMAGE_PIXELS`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 import numpy.typing as npt
 
 from rexmle.errors import RexmleError
 
+if TYPE_CHECKING:
+    from PIL.Image import Image as PILImageType
+
 _NIFTI = (".nii", ".nii.gz")
 _ITK = (".mha", ".mhd", ".nrrd")
 _TIFF = (".tif", ".tiff")
 _PILLOW = (".png", ".jpg", ".jpeg", ".bmp")
 Reader = Literal["auto", "simpleitk"]
+MAX_IMAGE_PIXELS = 1 << 30
+"""Pillow's decompression-bomb guard (``PIL.Image.MAX_IMAGE_PIXELS``) while this module reads:
+above it Pillow warns, above twice it refuses. The budgets of :func:`read_image` are smaller."""
 # NIfTI world is RAS, ITK world is LPS: flip the first two world axes.
 _RAS_TO_LPS = np.diag([-1.0, -1.0, 1.0])
 
 
 class ImageReadError(RexmleError):
     """A file could not be read as an image (missing, corrupt, or an unknown format)."""
+
+
+class ImageTooLarge(ImageReadError):
+    """The header declares more values than the reader's budget allows (nothing was decoded)."""
 
 
 @dataclass(frozen=True)
@@ -151,16 +170,82 @@ def read_geometry(path: Path) -> Geometry:
             reader.SetFileName(str(path))
             reader.ReadImageInformation()
             return _itk_geometry(reader)
+        if suffix in _TIFF:
+            return _tiff_geometry(path)
+        if suffix in _PILLOW:
+            with open_pillow(path) as pil:
+                return _pillow_geometry(pil)
     except ImageReadError:
         raise
     except Exception as err:  # the parsers raise many types; any of them means "unreadable"
         msg = f"{path.name}: cannot read the image header ({type(err).__name__}: {err})"
         raise ImageReadError(msg) from err
-    return read_image(path).geometry
+    msg = (
+        f"{path.name}: unknown image format {suffix!r}; expected one of "
+        f"{', '.join(_NIFTI + _ITK + _TIFF + _PILLOW)}"
+    )
+    raise ImageReadError(msg)
 
 
-def read_image(path: Path, *, reader: Reader = "auto") -> Image:
+def n_values(geometry: Geometry) -> int:
+    """Number of values an image holds: the product of its shape times its components."""
+    count = max(1, geometry.channels)
+    for n in geometry.shape:
+        count *= int(n)
+    return count
+
+
+def check_budget(path: Path, max_pixels: int) -> Geometry:
+    """Read the header of ``path`` and return its geometry if it holds at most ``max_pixels`` values.
+
+    Raises:
+        ImageTooLarge: the header declares more values (the voxels are never decoded).
+        ImageReadError: the header cannot be read.
+    """
+    geometry = read_geometry(path)
+    declared = n_values(geometry)
+    if declared > max_pixels:
+        msg = (
+            f"{Path(path).name}: the header declares shape {geometry.shape} with "
+            f"{geometry.channels} component(s), {declared} values, more than the {max_pixels} "
+            f"allowed; the file was not decoded"
+        )
+        raise ImageTooLarge(msg)
+    return geometry
+
+
+def _tiff_geometry(path: Path) -> Geometry:
+    import tifffile
+
+    with tifffile.TiffFile(str(path)) as tif:
+        series = tif.series[0]
+        return _geometry_2d(tuple(int(n) for n in series.shape), str(series.dtype))
+
+
+def open_pillow(path: Path) -> PILImageType:
+    """Open an image with Pillow lazily (header only), its bomb guard at MAX_IMAGE_PIXELS."""
+    from PIL import Image as PILImage
+
+    PILImage.MAX_IMAGE_PIXELS = MAX_IMAGE_PIXELS
+    return PILImage.open(path)
+
+
+def _pillow_geometry(pil: PILImageType) -> Geometry:
+    from PIL import ImageMode
+
+    mode = ImageMode.getmode(pil.mode)  # what numpy.asarray(pil) gives: bands and type
+    shape = (int(pil.height), int(pil.width))
+    if len(mode.bands) != 1:
+        shape = (*shape, len(mode.bands))
+    return _geometry_2d(shape, str(np.dtype(mode.typestr)))
+
+
+def read_image(path: Path, *, reader: Reader = "auto", max_pixels: int | None = None) -> Image:
     """Read an image with its geometry (axis order: see :mod:`rexmle.io`).
+
+    ``max_pixels`` (untrusted files): the most values (shape times components, as the header
+    declares them) the file may hold; the header is checked first (:func:`check_budget`) and
+    nothing is decoded when it declares more.
 
     ``reader="simpleitk"`` gives NIfTI files the dimensionality SimpleITK gives them, for challenges
     whose official evaluation reads with SimpleITK: trailing singleton axes beyond the third are
@@ -168,6 +253,7 @@ def read_image(path: Path, *, reader: Reader = "auto") -> Image:
     which keeps NaN values (SimpleITK's NIfTI reader turns them into 0, hiding invalid input).
 
     Raises:
+        ImageTooLarge: the header declares more than ``max_pixels`` values.
         ImageReadError: the file is missing, unreadable or of an unknown format.
     """
     path = Path(path)
@@ -175,6 +261,8 @@ def read_image(path: Path, *, reader: Reader = "auto") -> Image:
     if not path.is_file():
         msg = f"{path}: no such file"
         raise ImageReadError(msg)
+    if max_pixels is not None:
+        check_budget(path, max_pixels)
     try:
         if suffix in _NIFTI:
             image = _read_nifti(path)
@@ -257,30 +345,23 @@ def _read_tiff(path: Path) -> Image:
 
 
 def _read_pillow(path: Path) -> Image:
-    from PIL import Image as PILImage
-
-    # Whole-slide microscopy images exceed Pillow's decompression-bomb limit (89.5 MP); sizes are
-    # checked against the task's expected shape by the caller, so the limit is lifted here.
-    limit = PILImage.MAX_IMAGE_PIXELS
-    PILImage.MAX_IMAGE_PIXELS = None
-    try:
-        with PILImage.open(path) as pil:
-            pil.load()
-            array = np.asarray(pil)
-    finally:
-        PILImage.MAX_IMAGE_PIXELS = limit
+    # Whole-slide microscopy images exceed Pillow's default guard (89.5 MP): the guard is set to
+    # MAX_IMAGE_PIXELS, and callers reading untrusted files pass a budget of their own.
+    with open_pillow(path) as pil:
+        pil.load()
+        array = np.asarray(pil)
     return _image_2d(array)
 
 
+def _geometry_2d(shape: tuple[int, ...], dtype: str) -> Geometry:
+    """Geometry of a 2-D format's array of ``shape``: (row, col[, channel]), else as given."""
+    if len(shape) == 3:
+        return _unit_geometry((shape[0], shape[1]), channels=shape[2], dtype=dtype)
+    return _unit_geometry(shape, channels=1, dtype=dtype)
+
+
 def _image_2d(array: npt.NDArray[np.generic]) -> Image:
-    if array.ndim == 2:
-        return Image(array, _unit_geometry(array.shape, channels=1, dtype=str(array.dtype)))
-    if array.ndim == 3:
-        shape = (int(array.shape[0]), int(array.shape[1]))
-        return Image(
-            array, _unit_geometry(shape, channels=int(array.shape[2]), dtype=str(array.dtype))
-        )
-    return Image(array, _unit_geometry(tuple(array.shape), channels=1, dtype=str(array.dtype)))
+    return Image(array, _geometry_2d(tuple(int(n) for n in array.shape), str(array.dtype)))
 
 
 def write_image(

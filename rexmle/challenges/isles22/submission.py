@@ -20,7 +20,8 @@ AFFINE_TOLERANCE = 1e-3
 
 def check_mask_file(case_id: str, path: Path, public_dir: Path) -> list[str]:
     """Reasons why ``path`` is not a valid mask for test case ``case_id`` (+ warnings)."""
-    image, problem = read_submitted_image(path, suffixes=MASK_SUFFIXES)
+    dwi = read_geometry(public_dir / "test" / f"{case_id}_dwi.nii.gz")
+    image, problem = read_submitted_image(path, suffixes=MASK_SUFFIXES, expected_shape=dwi.shape)
     if image is None:
         return [str(problem)]
     array = image.array
@@ -29,7 +30,6 @@ def check_mask_file(case_id: str, path: Path, public_dir: Path) -> list[str]:
             f"{path.name}: the mask is {array.ndim}-D with shape {array.shape}; write a 3-D mask "
             f"(a trailing singleton axis is not squeezed)"
         ]
-    dwi = read_geometry(public_dir / "test" / f"{case_id}_dwi.nii.gz")
     reasons: list[str] = []
     shape_problem = check_shape(array.shape, dwi.shape, what=path.name)
     if shape_problem:

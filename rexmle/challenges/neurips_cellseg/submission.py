@@ -51,7 +51,8 @@ def count_instances(labels: np.ndarray) -> int:
 
 def check_mask_file(case_id: str, path: Path, public_dir: Path) -> list[str]:
     """Reasons why ``path`` is not a valid instance map for test image ``case_id``."""
-    image, problem = read_submitted_image(path, suffixes=MASK_SUFFIXES)
+    expected = image_sizes(public_dir)[case_id]
+    image, problem = read_submitted_image(path, suffixes=MASK_SUFFIXES, expected_shape=expected)
     if image is None:
         return [str(problem)]
     labels = np.asarray(image.array)
@@ -65,7 +66,6 @@ def check_mask_file(case_id: str, path: Path, public_dir: Path) -> list[str]:
             f"{path.name}: dtype {labels.dtype} is not an integer type; write instance ids as "
             f"uint8/16/32/64 or int8/16/32/64 (float and bool maps are not accepted)"
         ]
-    expected = image_sizes(public_dir)[case_id]
     shape_problem = check_shape(labels.shape, expected, what=path.name)
     if shape_problem:
         return [shape_problem]

@@ -37,7 +37,8 @@ def roi_size(path: Path) -> tuple[int, int]:
 
 def check_tissue_file(case_id: str, path: Path, public_dir: Path) -> list[str]:
     """Reasons why ``path`` is not a valid tissue map for test case ``case_id``."""
-    image, problem = read_submitted_image(path, suffixes=MAP_SUFFIXES)
+    expected = roi_size(public_dir / "test" / "images" / f"{case_id}.tif")
+    image, problem = read_submitted_image(path, suffixes=MAP_SUFFIXES, expected_shape=expected)
     if image is None:
         return [str(problem)]
     array = image.array
@@ -50,7 +51,6 @@ def check_tissue_file(case_id: str, path: Path, public_dir: Path) -> list[str]:
         return [
             f"{path.name}: data type {array.dtype} is not an integer type; write uint8 labels 0-5"
         ]
-    expected = roi_size(public_dir / "test" / "images" / f"{case_id}.tif")
     shape_problem = check_shape(array.shape, expected, what=path.name)
     if shape_problem:
         return [shape_problem]

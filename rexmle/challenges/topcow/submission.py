@@ -33,7 +33,10 @@ def public_test_image(public_dir: Path, modality: str, case_id: str) -> Path:
 
 def check_mask_file(case_id: str, path: Path, public_dir: Path, modality: str) -> list[str]:
     """Reasons why ``path`` is not a valid Task-1 label map for test case ``case_id`` (+ warnings)."""
-    image, problem = read_submitted_image(path, suffixes=MASK_SUFFIXES, reader="simpleitk")
+    reference = read_geometry(public_test_image(public_dir, modality, case_id))
+    image, problem = read_submitted_image(
+        path, suffixes=MASK_SUFFIXES, expected_shape=reference.shape, reader="simpleitk"
+    )
     if image is None:
         return [str(problem)]
     array = image.array
@@ -42,7 +45,6 @@ def check_mask_file(case_id: str, path: Path, public_dir: Path, modality: str) -
             f"{path.name}: the label map has array shape {array.shape} with "
             f"{image.geometry.channels} component(s); write a 3-D single-component label map"
         ]
-    reference = read_geometry(public_test_image(public_dir, modality, case_id))
     shape_problem = check_shape(array.shape, reference.shape, what=path.name)
     if shape_problem:
         return [shape_problem]

@@ -7,7 +7,10 @@ import functools
 from pathlib import Path
 
 import numpy as np
-from PIL import Image, UnidentifiedImageError
+from PIL import UnidentifiedImageError
+
+from rexmle.grading.checks import pixel_budget
+from rexmle.io import open_pillow
 
 
 @functools.cache
@@ -19,7 +22,7 @@ def expected_sizes(public_dir: Path) -> dict[str, tuple[int, int]]:
 
 def read_gray_png(path: Path) -> np.ndarray:
     """Pixels of an 8-bit grayscale PNG as uint8 (height, width)."""
-    with Image.open(path) as image:
+    with open_pillow(path) as image:
         image.load()
         return np.asarray(image, dtype=np.uint8)
 
@@ -28,10 +31,19 @@ def check_enhanced_png(case_id: str, path: Path, public_dir: Path) -> list[str]:
     """Reasons why ``path`` is not a valid enhanced image for ``case_id``."""
     if not path.name.lower().endswith(".png"):
         return [f"{path.name}: write a PNG file (.png)"]
+    expected = expected_sizes(public_dir)[case_id]
     try:
-        with Image.open(path) as image:
-            image.load()
+        with open_pillow(path) as image:  # lazy: the header only, until load()
             mode, (width, height), fmt = image.mode, image.size, image.format
+            declared = width * height * len(image.getbands())
+            if declared > pixel_budget(expected):
+                return [
+                    f"{path.name}: the header declares {height} x {width} pixels with "
+                    f"{len(image.getbands())} band(s), more than {pixel_budget(expected)} values "
+                    f"allowed (the expected size is {expected[0]} x {expected[1]}); the file was "
+                    f"not decoded"
+                ]
+            image.load()
     except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as err:
         return [f"unreadable file {path.name}: {err}"]
     if fmt != "PNG":
@@ -42,7 +54,6 @@ def check_enhanced_png(case_id: str, path: Path, public_dir: Path) -> list[str]:
             f"{path.name}: Pillow mode {mode!r}; write 8-bit single-channel grayscale (mode 'L'). "
             f"Nothing is converted for you."
         )
-    expected = expected_sizes(public_dir)[case_id]
     if (height, width) != expected:
         reasons.append(
             f"{path.name}: height x width {height} x {width}, expected {expected[0]} x {expected[1]} "
