@@ -175,8 +175,8 @@ def read_geometry(path: Path) -> Geometry:
         if suffix in _PILLOW:
             with open_pillow(path) as pil:
                 return _pillow_geometry(pil)
-    except ImageReadError:
-        raise
+    except (ImageReadError, MemoryError, ImportError):
+        raise  # out of memory or a broken installation is the harness's problem, not the file's
     except Exception as err:  # the parsers raise many types; any of them means "unreadable"
         msg = f"{path.name}: cannot read the image header ({type(err).__name__}: {err})"
         raise ImageReadError(msg) from err
@@ -273,6 +273,8 @@ def read_image(path: Path, *, reader: Reader = "auto", max_pixels: int | None = 
             return _read_tiff(path)
         if suffix in _PILLOW:
             return _read_pillow(path)
+    except (MemoryError, ImportError):
+        raise  # out of memory or a broken installation is the harness's problem, not the file's
     except Exception as err:  # the parsers raise many types; any of them means "unreadable"
         msg = f"{path.name}: cannot read the image ({type(err).__name__}: {err})"
         raise ImageReadError(msg) from err

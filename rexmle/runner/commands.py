@@ -15,6 +15,7 @@ from rich import box
 from rich.table import Table
 
 from rexmle.errors import RexmleError
+from rexmle.runner.limits import DEFAULT_GRADE_MEMORY_BYTES, DEFAULT_VALIDATION_MEMORY_BYTES
 from rexmle.terminal import console
 
 if TYPE_CHECKING:
@@ -116,6 +117,18 @@ def run(
     step_timeout: Annotated[
         float | None, typer.Option("--step-timeout", min=1, help="LLM agents: s per script.")
     ] = None,
+    grade_memory_mb: Annotated[
+        int,
+        typer.Option(
+            "--grade-memory-mb", min=0, help="RLIMIT_AS of each grader process (0: none)."
+        ),
+    ] = DEFAULT_GRADE_MEMORY_BYTES >> 20,
+    validation_memory_mb: Annotated[
+        int,
+        typer.Option(
+            "--validation-memory-mb", min=0, help="RLIMIT_AS of each validation check (0: none)."
+        ),
+    ] = DEFAULT_VALIDATION_MEMORY_BYTES >> 20,
     sandbox: Annotated[str, typer.Option("--sandbox", help="auto, bwrap or local.")] = "auto",
     kill_grace: Annotated[
         float, typer.Option("--kill-grace", min=0, help="Seconds from SIGTERM to SIGKILL.")
@@ -221,6 +234,8 @@ def run(
         grade_workers=max(1, default_workers() // concurrency),
         keep_data=keep_data,
         llm_for_every_run=llm_wanted,
+        grade_memory_bytes=(grade_memory_mb << 20) or None,
+        validation_memory_bytes=(validation_memory_mb << 20) or None,
     )
     try:
         with _interrupt_on_sigterm(), running_gateway(gateway, plan.jobs, err) as started:

@@ -51,6 +51,11 @@ from rexmle.agents.llm_launch import prepare_launch
 from rexmle.errors import RexmleError
 from rexmle.grading.report import GradeReport
 from rexmle.llm.gateway import Gateway, RunLink, strip_provider_keys
+from rexmle.runner.limits import (
+    DEFAULT_GRADE_MEMORY_BYTES,
+    DEFAULT_VALIDATION_MEMORY_BYTES,
+    limited_argv,
+)
 from rexmle.runner.records import (
     GradeSummary,
     RunConfig,
@@ -104,6 +109,10 @@ class RunOptions:
     grade_timeout_s: float = 6 * 3600.0
     keep_data: bool = False
     """Keep the workspace's data/ after the run (removed by default; the rest is kept)."""
+    grade_memory_bytes: int | None = DEFAULT_GRADE_MEMORY_BYTES
+    """Address-space limit of each grader process (None: no limit)."""
+    validation_memory_bytes: int | None = DEFAULT_VALIDATION_MEMORY_BYTES
+    """Address-space limit of each validation check (None: no limit)."""
     max_upload_bytes: int = DEFAULT_MAX_UPLOAD_BYTES
     max_requests_per_minute: int = DEFAULT_MAX_REQUESTS_PER_MINUTE
     cancel: threading.Event = field(default_factory=threading.Event)
@@ -117,10 +126,21 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
+GRADE_PARTIAL = "grade.json.partial"
+"""The grader writes here; the harness renames it to grade.json once the exit code agrees."""
+
+
 def _grade(job: RunJob, options: RunOptions, submission: Path) -> tuple[GradeSummary, str | None]:
-    """Grade in a separate process; returns the summary and a harness problem (or None)."""
+    """Grade in a separate process; returns the summary and a harness problem (or None).
+
+    The grader runs under its own memory limit and is killed when this process dies
+    (:mod:`rexmle.runner.limits`). It writes ``grade.json.partial``; only this process renames it
+    to ``grade.json``, after checking it, so a grader outliving its harness never writes a grade.
+    """
     grade_json = job.folder / "grade.json"
+    partial = job.folder / GRADE_PARTIAL
     grade_json.unlink(missing_ok=True)
+    partial.unlink(missing_ok=True)
     argv = [
         sys.executable,
         "-m",
@@ -131,14 +151,14 @@ def _grade(job: RunJob, options: RunOptions, submission: Path) -> tuple[GradeSum
         "--data-dir",
         str(options.data_dir),
         "--json",
-        str(grade_json),
+        str(partial),
     ]
     if options.grade_workers is not None:
         argv += ["--workers", str(options.grade_workers)]
     with open(job.folder / "grade.log", "wb") as log:
         try:
             done = subprocess.run(
-                argv,
+                limited_argv(argv, memory_bytes=options.grade_memory_bytes),
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
@@ -150,9 +170,9 @@ def _grade(job: RunJob, options: RunOptions, submission: Path) -> tuple[GradeSum
             return GradeSummary(valid=False, grader_exit_code=None), problem
     code = done.returncode
     report: GradeReport | None = None
-    if grade_json.is_file():
+    if partial.is_file():
         try:
-            report = GradeReport.model_validate_json(grade_json.read_text(encoding="utf-8"))
+            report = GradeReport.model_validate_json(partial.read_text(encoding="utf-8"))
         except ValueError:
             report = None
     summary = GradeSummary(valid=False, grader_exit_code=code)
@@ -161,6 +181,7 @@ def _grade(job: RunJob, options: RunOptions, submission: Path) -> tuple[GradeSum
         tail = (job.folder / "grade.log").read_text(encoding="utf-8", errors="replace")[-2000:]
         problem = f"the grader failed (exit {code}); grade.log ends with:\n{tail}"
         return summary, problem
+    partial.replace(grade_json)
     if not report.valid:
         return summary, None
     from rexmle.challenges.registry import get_task
@@ -196,7 +217,7 @@ def _write_overlays(job: RunJob, options: RunOptions, submission: Path) -> None:
 
 
 def _clean(folder: Path) -> None:
-    for name in ("agent.stdout.log", "agent.stderr.log", "grade.json", "grade.log"):
+    for name in ("agent.stdout.log", "agent.stderr.log", "grade.json", GRADE_PARTIAL, "grade.log"):
         (folder / name).unlink(missing_ok=True)
     for name in ("submission", "workspace", LLM_OUTPUT_DIR, "overlays"):
         remove_tree(folder / name)
