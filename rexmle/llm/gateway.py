@@ -124,6 +124,17 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+def _reap_group(pgid: int, timeout_s: float = 5.0) -> None:
+    """SIGKILL what is left of the process group ``pgid`` (workers of the proxy) until empty."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except ProcessLookupError:
+            return
+        time.sleep(0.05)
+
+
 def _close_listener(listener: socket.socket) -> None:
     with contextlib.suppress(OSError):
         listener.shutdown(socket.SHUT_RDWR)
@@ -233,6 +244,7 @@ class Gateway:
         self.state_dir.chmod(0o700)
         self._write_state(self.state_dir)
         log_path = self.log_path or self.state_dir / "proxy.log"
+        log_path.parent.mkdir(parents=True, exist_ok=True)
         self.port = _free_port()
         proxy_env = {
             **{k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONHOME")},
@@ -307,6 +319,8 @@ class Gateway:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(process.pid, signal.SIGKILL)
                 process.wait()
+        if process is not None:
+            _reap_group(process.pid)
         if self.state_dir is not None:
             shutil.rmtree(self.state_dir, ignore_errors=True)
             self.state_dir = None

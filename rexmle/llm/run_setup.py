@@ -50,8 +50,10 @@ def plan_gateway(
     every_run: bool,
     budget_usd: float | None = None,
     max_calls_per_minute: int | None = None,
+    log_path: Path | None = None,
 ) -> Gateway | None:
-    """The (not yet started) gateway this run command needs, or None.
+    """The (not yet started) gateway this run command needs, or None; the proxy's own log goes
+    to ``log_path`` (appended).
 
     Raises:
         SpecError: the config is invalid, or the agent passes provider keys.
@@ -62,7 +64,7 @@ def plan_gateway(
     if config is None:
         return None
     config = config.with_limits(budget_usd=budget_usd, max_calls_per_minute=max_calls_per_minute)
-    return Gateway(config)
+    return Gateway(config, log_path=log_path)
 
 
 @contextlib.contextmanager

@@ -212,6 +212,7 @@ def run(
             every_run=llm_wanted,
             budget_usd=llm_budget_usd,
             max_calls_per_minute=llm_max_calls_per_minute,
+            log_path=runs / group / "llm_gateway.log",
         )
     except (RexmleError, ValueError, RuntimeError) as error:
         raise _fail(error) from error

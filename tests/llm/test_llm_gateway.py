@@ -142,6 +142,15 @@ def test_unknown_tokens_and_admin_routes_are_refused(llm_gateway, upstream, link
     assert upstream.completion_requests() == []
 
 
+def test_a_token_is_refused_once_its_run_is_unregistered(llm_gateway, upstream, tmp_path):
+    link = llm_gateway.register("ended", tmp_path, socket_dir=tmp_path)
+    assert call(llm_gateway, "/v1/chat/completions", CHAT, bearer(link))[0] == 200
+    llm_gateway.unregister(link)
+    status, text = call(llm_gateway, "/v1/chat/completions", CHAT, bearer(link))
+    assert status == 401 and "unknown run token" in text
+    assert len(upstream.completion_requests()) == 1
+
+
 def test_budget_refuses_and_writes_the_stop_reason(llm_gateway, upstream, tmp_path):
     link = llm_gateway.register("budget", tmp_path, socket_dir=tmp_path)  # 0.01 USD
     upstream.reset(default=Reply(text="pricey", input_tokens=10_000, output_tokens=1))

@@ -193,3 +193,6 @@ limits: {{budget_usd: 1.0, max_calls_per_minute: 60}}
     assert "from the stand-in" in (folder / "agent.stdout.log").read_text()
     assert "LLM gateway on http://127.0.0.1:" in done.stderr
     assert gateway_processes() <= before
+    gateway_log = (tmp_path / "runs" / "default" / "llm_gateway.log").read_text()
+    assert "Uvicorn running" in gateway_log
+    assert STANDIN_KEY not in gateway_log
