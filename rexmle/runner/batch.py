@@ -124,22 +124,60 @@ def plan_runs(
     Raises:
         RunConflict: a run folder holds a run with another config.
     """
+    jobs = [
+        make_job(
+            agent,
+            task_id,
+            seed,
+            time_limit_s=time_limit_s,
+            mini=mini,
+            runs_dir=runs_dir,
+            group=group,
+        )
+        for task_id in task_ids
+        for seed in range(seeds)
+    ]
+    return split_done(jobs, retry_failed=retry_failed)
+
+
+def make_job(
+    agent: AgentSpec,
+    task_id: str,
+    seed: int,
+    *,
+    time_limit_s: float,
+    mini: bool,
+    runs_dir: Path,
+    group: str,
+    llm_budget_usd: float | None = None,
+    condition: str | None = None,
+    experiment: str | None = None,
+) -> RunJob:
+    """The job of one run: its config (whose hash is the run id), group and folder."""
+    config = RunConfig(
+        task=task_id,
+        task_spec_version=get_task(task_id).spec_version,
+        agent=agent,
+        seed=seed,
+        time_limit_s=time_limit_s,
+        mini=mini,
+        llm_budget_usd=llm_budget_usd,
+        condition=condition,
+    )
+    folder = run_dir(runs_dir, group, task_id, agent.id, seed)
+    return RunJob(config=config, group=group, folder=folder, experiment=experiment)
+
+
+def split_done(jobs: Sequence[RunJob], *, retry_failed: bool) -> Plan:
+    """Split ``jobs`` into runs to do and runs already done (by their records).
+
+    Raises:
+        RunConflict: a run folder holds a run with another config.
+    """
     plan = Plan()
-    for task_id in task_ids:
-        spec = get_task(task_id)
-        for seed in range(seeds):
-            config = RunConfig(
-                task=task_id,
-                task_spec_version=spec.spec_version,
-                agent=agent,
-                seed=seed,
-                time_limit_s=time_limit_s,
-                mini=mini,
-            )
-            folder = run_dir(runs_dir, group, task_id, agent.id, seed)
-            job = RunJob(config=config, group=group, folder=folder)
-            if needs_run(folder, config, retry_failed=retry_failed):
-                plan.jobs.append(job)
-            else:
-                plan.done.append(job)
+    for job in jobs:
+        if needs_run(job.folder, job.config, retry_failed=retry_failed):
+            plan.jobs.append(job)
+        else:
+            plan.done.append(job)
     return plan

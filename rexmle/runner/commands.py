@@ -19,8 +19,12 @@ from rexmle.runner.limits import DEFAULT_GRADE_MEMORY_BYTES, DEFAULT_VALIDATION_
 from rexmle.terminal import console
 
 if TYPE_CHECKING:
+    from rexmle.llm.gateway import Gateway
+    from rexmle.runner.batch import Plan
     from rexmle.runner.executor import RunJob
+    from rexmle.runner.experiment import Experiment, RunKey
     from rexmle.runner.records import RunRecord
+    from rexmle.runner.sandbox import Sandbox
 
 out = console()
 err = console(stderr=True)
@@ -66,8 +70,8 @@ def _parse_gpus(gpus: str | None) -> list[str]:
 
 def run(
     agent: Annotated[
-        str, typer.Option("--agent", help="Agent id (dummy, baseline, command) or YAML.")
-    ],
+        str | None, typer.Option("--agent", help="Agent id (dummy, baseline, command) or YAML.")
+    ] = None,
     task: Annotated[list[str] | None, typer.Option("--task", help="Task id (repeatable).")] = None,
     suite: Annotated[
         str | None, typer.Option("--suite", help="mini (20 mini tasks) or all.")
@@ -152,15 +156,42 @@ def run(
     llm_max_calls_per_minute: Annotated[
         int | None, typer.Option("--llm-max-calls-per-minute", min=1, help="LLM calls per run.")
     ] = None,
+    experiment: Annotated[
+        str | None,
+        typer.Option("--experiment", help="Experiment file (YAML) or preset (paper-grid)."),
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Print the runs, GPU-hours and cost; run nothing.")
+    ] = False,
 ) -> None:
-    """Run an agent on tasks (resumable): workspaces, sandbox, validation server, grading."""
+    """Run an agent on tasks (resumable): workspaces, sandbox, validation server, grading.
+
+    Exit codes: 0 every run ended with a result; 2 a run ended in infra_error, a task could not
+    run, or the command was wrong; 130 interrupted (unfinished runs run again next time).
+    """
+    if experiment is not None:
+        flags = (("--agent", agent), ("--task", task), ("--suite", suite))
+        given = [flag for flag, value in flags if value]
+        if given:
+            msg = f"--experiment describes the whole study; drop {', '.join(given)}"
+            raise _fail(ValueError(msg))
+        _run_experiment(
+            experiment,
+            runs_dir=runs_dir,
+            data_dir=data_dir,
+            dry_run=dry_run,
+            retry_failed=retry_failed,
+            kill_grace_s=kill_grace,
+            keep_data=keep_data,
+        )
+        return
+    if agent is None:
+        raise _fail(ValueError("give --agent AGENT (or --experiment FILE)"))
     from rexmle.agents.llm_launch import require_startable
     from rexmle.agents.registry import load_agent
     from rexmle.config import resolve_data_dir, resolve_runs_dir
-    from rexmle.grading.parallel import default_workers
-    from rexmle.llm.run_setup import plan_gateway, running_gateway
+    from rexmle.llm.run_setup import plan_gateway
     from rexmle.runner.batch import ensure_prepared, implemented_tasks, plan_runs, select_tasks
-    from rexmle.runner.executor import RunOptions, run_jobs
     from rexmle.runner.sandbox import choose_sandbox
 
     if executor != "local":
@@ -204,6 +235,9 @@ def run(
             group=group,
             retry_failed=retry_failed,
         )
+        if dry_run:
+            _print_dry_run([*plan.jobs, *plan.done], plan.jobs, gpus_per_run=min(1, len(gpu_slots)))
+            return
         chosen = choose_sandbox(sandbox)  # type: ignore[arg-type]
         llm_wanted = llm or llm_config is not None
         gateway = plan_gateway(
@@ -216,25 +250,70 @@ def run(
         )
     except (RexmleError, ValueError, RuntimeError) as error:
         raise _fail(error) from error
-    info = chosen.info(network=spec.network)
-    for warning in info.warnings:
-        err.print(f"[bold red]WARNING:[/] {warning}", highlight=False)
+    if concurrency is None:
+        concurrency = max(1, len(gpu_slots))
+    _execute_local(
+        plan,
+        chosen,
+        runs_dir=runs,
+        data_dir=data,
+        where=runs / group,
+        concurrency=concurrency,
+        gpu_slots=gpu_slots,
+        kill_grace_s=kill_grace,
+        keep_data=keep_data,
+        had_problems=bool(problems),
+        as_json=as_json,
+        gateway=gateway,
+        llm_for_every_run=llm_wanted,
+        grade_memory_mb=grade_memory_mb,
+        validation_memory_mb=validation_memory_mb,
+    )
+
+
+def _execute_local(
+    plan: Plan,
+    chosen: Sandbox,
+    *,
+    runs_dir: Path,
+    data_dir: Path,
+    where: Path,
+    concurrency: int,
+    gpu_slots: list[str],
+    kill_grace_s: float,
+    keep_data: bool,
+    had_problems: bool,
+    as_json: bool = False,
+    gateway: Gateway | None = None,
+    llm_for_every_run: bool = False,
+    grade_memory_mb: int = DEFAULT_GRADE_MEMORY_BYTES >> 20,
+    validation_memory_mb: int = DEFAULT_VALIDATION_MEMORY_BYTES >> 20,
+) -> None:
+    """Run the plan's jobs in the local pool (with the LLM gateway when one is planned), print
+    the summary, exit by the exit-code rules."""
+    from rexmle.grading.parallel import default_workers
+    from rexmle.llm.run_setup import running_gateway
+    from rexmle.runner.executor import RunOptions, run_jobs
+
+    networks = {job.config.agent.network for job in plan.jobs} or {False}
+    for network in sorted(networks):
+        for warning in chosen.info(network=network).warnings:
+            err.print(f"[bold red]WARNING:[/] {warning}", highlight=False)
+    info = chosen.info(network=max(networks))
     err.print(
         f"{len(plan.jobs)} run(s) to do, {len(plan.done)} already done; sandbox {info.kind} "
-        f"({'isolated' if info.isolated else 'NOT isolated'}); runs in {runs / group}",
+        f"({'isolated' if info.isolated else 'NOT isolated'}); runs in {where}",
         highlight=False,
         soft_wrap=True,
     )
-    if concurrency is None:
-        concurrency = max(1, len(gpu_slots))
     options = RunOptions(
-        runs_dir=runs,
-        data_dir=data,
+        runs_dir=runs_dir,
+        data_dir=data_dir,
         sandbox=chosen,
-        kill_grace_s=kill_grace,
+        kill_grace_s=kill_grace_s,
         grade_workers=max(1, default_workers() // concurrency),
         keep_data=keep_data,
-        llm_for_every_run=llm_wanted,
+        llm_for_every_run=llm_for_every_run,
         grade_memory_bytes=(grade_memory_mb << 20) or None,
         validation_memory_bytes=(validation_memory_mb << 20) or None,
     )
@@ -253,7 +332,7 @@ def run(
         _print_records_json(plan.all_jobs)
     else:
         _print_summary(records)
-    if any(r.status == "infra_error" for r in records) or problems:
+    if any(r.status == "infra_error" for r in records) or had_problems:
         raise typer.Exit(2)
 
 
@@ -270,6 +349,222 @@ def _print_records_json(jobs: list[RunJob]) -> None:
         if record is not None:
             payload.append({"folder": str(job.folder), **record.model_dump(mode="json")})
     sys.stdout.write(json.dumps(payload, indent=2) + "\n")
+
+
+def _runnable_jobs(jobs: list[RunJob], data_dir: Path) -> tuple[list[RunJob], bool]:
+    """``jobs`` without those whose task cannot run here (reasons printed); whether any could not.
+
+    The same filters as a run given by flags: the task is implemented (and has a baseline solver
+    for the baseline agent) and its data is prepared (mini data is prepared here).
+    """
+    from rexmle.runner.batch import ensure_prepared, implemented_tasks
+
+    skipped: dict[str, str] = {}
+    by_agent: dict[str, list[RunJob]] = {}
+    for job in jobs:
+        by_agent.setdefault(job.config.agent.id, []).append(job)
+    for agent_jobs in by_agent.values():
+        tasks = list(dict.fromkeys(j.config.task for j in agent_jobs))
+        _, left_out = implemented_tasks(tasks, agent_jobs[0].config.agent)
+        for task_id, why in left_out.items():
+            skipped.setdefault(f"{task_id} ({agent_jobs[0].config.agent.id})", why)
+    mini_kinds = {job.config.mini for job in jobs}
+    problems: dict[str, str] = {}
+    for mini in mini_kinds:
+        tasks = list(dict.fromkeys(j.config.task for j in jobs if j.config.mini == mini))
+        with err.status("checking prepared data…"):
+            problems.update(ensure_prepared(tasks, data_dir, mini=mini))
+    for what, why in skipped.items():
+        err.print(f"[yellow]{what}:[/] skipped, {why}", highlight=False)
+    for task_id, why in problems.items():
+        err.print(f"[red]{task_id}:[/] skipped, {why}", highlight=False)
+    kept = [
+        job
+        for job in jobs
+        if job.config.task not in problems
+        and f"{job.config.task} ({job.config.agent.id})" not in skipped
+    ]
+    return kept, bool(problems)
+
+
+def _run_experiment(
+    name_or_path: str,
+    *,
+    runs_dir: Path | None,
+    data_dir: Path | None,
+    dry_run: bool,
+    retry_failed: bool,
+    kill_grace_s: float,
+    keep_data: bool,
+) -> None:
+    """``rexmle run --experiment FILE``: expand, plan, then dry-run or execute (see ``run``)."""
+    from rexmle.agents.llm_launch import require_startable
+    from rexmle.config import resolve_data_dir, resolve_runs_dir
+    from rexmle.runner.batch import split_done
+    from rexmle.runner.experiment import (
+        expand,
+        experiment_gateway,
+        experiment_jobs,
+        load_experiment,
+    )
+    from rexmle.runner.sandbox import choose_sandbox
+
+    try:
+        study = load_experiment(name_or_path)
+        runs = resolve_runs_dir(runs_dir)
+        keys = expand(study)
+        try:
+            jobs = experiment_jobs(study, runs)
+        except RexmleError as error:
+            if not dry_run:
+                raise
+            _print_unresolved_dry_run(study, keys, str(error))
+            return
+        if dry_run:
+            plan = split_done(jobs, retry_failed=retry_failed)
+            _print_dry_run(jobs, plan.jobs, gpus_per_run=study.gpus_per_run)
+            return
+        data = resolve_data_dir(data_dir)
+        for spec in {job.config.agent.id: job.config.agent for job in jobs}.values():
+            require_startable(spec, hidden=(data, runs))
+        runnable, had_problems = _runnable_jobs(jobs, data)
+        plan = split_done(runnable, retry_failed=retry_failed)
+        if study.executor.kind != "local":
+            msg = f"executor {study.executor.kind!r} is not available here; use kind: local"
+            raise ValueError(msg)
+        if study.sandbox not in ("auto", "bwrap", "local"):
+            msg = f"sandbox {study.sandbox!r} is not available here; use auto, bwrap or local"
+            raise ValueError(msg)
+        chosen = choose_sandbox(study.sandbox)  # type: ignore[arg-type]
+        gateway = experiment_gateway(runnable)
+    except (RexmleError, ValueError, RuntimeError) as error:
+        raise _fail(error) from error
+    gpu_slots = list(study.executor.gpus)
+    _execute_local(
+        plan,
+        chosen,
+        runs_dir=runs,
+        data_dir=data,
+        where=runs,
+        concurrency=study.executor.concurrency or max(1, len(gpu_slots)),
+        gpu_slots=gpu_slots,
+        kill_grace_s=kill_grace_s,
+        keep_data=keep_data,
+        had_problems=had_problems,
+        gateway=gateway,
+    )
+
+
+def _print_dry_run(jobs: list[RunJob], to_do: list[RunJob], *, gpus_per_run: int) -> None:
+    """The job table, the count, GPU-hours and the cost ceiling of ``jobs``."""
+    from rexmle.runner.experiment import dry_run_summary, models_of, uses_llm
+
+    pending = {job.folder for job in to_do}
+    table = Table(title="runs", box=box.SIMPLE_HEAD)
+    for column in ("condition", "agent", "model", "task", "seed", "hours", "run id", "state"):
+        table.add_column(column, no_wrap=True)
+    for job in jobs:
+        config = job.config
+        table.add_row(
+            config.condition or "-",
+            config.agent.id,
+            models_of(job),
+            config.task,
+            str(config.seed),
+            f"{config.time_limit_s / 3600:g}",
+            config.run_id(),
+            "to run" if job.folder in pending else "done",
+        )
+    out.print(table)
+    summary = dry_run_summary(jobs, gpus_per_run=gpus_per_run)
+    cost = (
+        f"cost ceiling ${summary.cost_ceiling_usd:,.2f} (sum of per-run LLM budgets)"
+        if summary.cost_ceiling_usd is not None
+        else f"no cost ceiling: {summary.runs_without_budget} LLM run(s) have no budget"
+    )
+    if not any(uses_llm(job) for job in jobs):
+        cost = "no LLM runs"
+    out.print(
+        f"{summary.n_runs} runs ({len(to_do)} to run), {summary.gpus_per_run} GPU per run, "
+        f"{summary.gpu_hours:,.1f} GPU-hours at most; {cost}",
+        highlight=False,
+        soft_wrap=True,
+    )
+
+
+def _print_unresolved_dry_run(study: Experiment, keys: list[RunKey], problem: str) -> None:
+    """The job table of an experiment whose agents are not all declared here (no run ids)."""
+    from rexmle.runner.experiment import agent_folder, time_limit_of
+
+    table = Table(title="runs", box=box.SIMPLE_HEAD)
+    for column in ("condition", "agent", "model", "task", "seed", "hours"):
+        table.add_column(column, no_wrap=True)
+    hours = 0.0
+    unknown = 0
+    for key in keys:
+        limit = time_limit_of(study, key.condition)
+        if limit is None:
+            unknown += 1
+        else:
+            hours += study.gpus_per_run * limit / 3600.0
+        table.add_row(
+            key.condition or "-",
+            agent_folder(key.agent, key.model),
+            key.model or "-",
+            key.task,
+            str(key.seed),
+            "agent's" if limit is None else f"{limit / 3600:g}",
+        )
+    out.print(table)
+    budgets = {entry.agent: entry.budget_usd for entry in study.agents}
+    missing = sum(1 for k in keys if k.model is not None and budgets[k.agent] is None)
+    cost = (
+        f"cost ceiling ${sum(budgets[k.agent] or 0.0 for k in keys):,.2f}"
+        if not missing
+        else f"no cost ceiling: {missing} LLM run(s) have no budget"
+    )
+    extra = f" (+{unknown} run(s) at their agent's limit)" if unknown else ""
+    out.print(
+        f"{len(keys)} runs, {study.gpus_per_run} GPU per run, {hours:,.1f} GPU-hours at most"
+        f"{extra}; {cost}",
+        highlight=False,
+        soft_wrap=True,
+    )
+    err.print(f"[yellow]run ids unknown:[/] {problem}", highlight=False, soft_wrap=True)
+
+
+def status(
+    runs_dir: Annotated[Path, typer.Argument(help="Runs folder (or a group inside it).")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+) -> None:
+    """Runs per status under RUNS_DIR, with an ETA for the unfinished ones."""
+    import json
+
+    from rexmle.runner.status import runs_status
+
+    if not runs_dir.is_dir():
+        raise _fail(ValueError(f"{runs_dir} is not a folder"))
+    state = runs_status(runs_dir)
+    if as_json:
+        out.print_json(json.dumps(state.as_json()))
+        return
+    table = Table(title=f"runs in {runs_dir}", box=box.SIMPLE_HEAD)
+    table.add_column("status", no_wrap=True)
+    table.add_column("runs", justify="right")
+    for name, count in sorted(state.counts.items()):
+        table.add_row(name, str(count))
+    table.add_row("total", str(state.total))
+    out.print(table)
+    if state.eta_s is not None:
+        out.print(f"ETA {_duration(state.eta_s)} (mean run {_duration(state.mean_run_s or 0)})")
+    for path in state.unreadable:
+        err.print(f"[yellow]unreadable:[/] {path}", highlight=False)
+
+
+def _duration(seconds: float) -> str:
+    minutes, secs = divmod(round(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m{secs:02d}s" if hours else f"{minutes}m{secs:02d}s"
 
 
 def _print_summary(records: list[RunRecord]) -> None:
@@ -356,6 +651,7 @@ def demo(
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``run`` and ``demo`` to the ``rexmle`` CLI."""
+    """Add ``run``, ``demo`` and ``status`` to the ``rexmle`` CLI."""
     app.command("run")(run)
     app.command("demo")(demo)
+    app.command("status")(status)

@@ -13,6 +13,8 @@ under its time limit -> copy of ``submission/`` -> grading in a separate process
 - ``completed``: the agent finished and its submission was graded.
 - ``budget_exceeded``: the LLM gateway refused the run's calls (budget spent or rate cap) and
   the harness stopped the agent; what ``submission/`` held then is graded.
+- ``cancelled``: the harness was stopped (Ctrl-C, SIGTERM, ``scancel --batch``) while the agent
+  ran; not final, the run runs again.
 
 The pool runs up to ``concurrency`` runs at once in threads (each run's work happens in child
 processes); with GPUs, each run holds one GPU slot and sees only it (CUDA_VISIBLE_DEVICES).
@@ -62,6 +64,7 @@ from rexmle.runner.records import (
     RunRecord,
     RunStatus,
     SandboxRecord,
+    SchedulerRecord,
     hardware,
     package_versions,
     read_record,
@@ -90,6 +93,8 @@ class RunJob:
     config: RunConfig
     group: str
     folder: Path
+    experiment: str | None = None
+    """The experiment file's name, when the run comes from one."""
 
     @property
     def label(self) -> str:
@@ -285,23 +290,32 @@ def _llm_link(job: RunJob, options: RunOptions, socket_dir: Path) -> Iterator[Ru
         yield link
 
 
-def execute_run(job: RunJob, options: RunOptions, *, gpu: str | None = None) -> RunRecord:
+def execute_run(
+    job: RunJob,
+    options: RunOptions,
+    *,
+    gpu: str | None = None,
+    scheduler: SchedulerRecord | None = None,
+) -> RunRecord:
     """Run one agent on one task and seed, grade it, and write its record (see module doc).
 
     The run folder is locked for the whole run (:mod:`rexmle.runner.run_lock`): when another
     process runs the same job, nothing is touched and the record on disk comes back with
-    ``error`` saying the run was skipped.
+    ``error`` saying the run was skipped. ``scheduler`` says which cluster job runs it (recorded
+    in run.json), when one does.
     """
     try:
         with run_folder_lock(job.folder):
-            return _execute_locked(job, options, gpu=gpu)
+            return _execute_locked(job, options, gpu=gpu, scheduler=scheduler)
     except RunLocked as locked:
-        record = read_record(job.folder) or _new_record(job, options)
+        record = read_record(job.folder) or _new_record(job, options, scheduler)
         record.error = f"skipped: {locked}"
         return record
 
 
-def _new_record(job: RunJob, options: RunOptions) -> RunRecord:
+def _new_record(
+    job: RunJob, options: RunOptions, scheduler: SchedulerRecord | None = None
+) -> RunRecord:
     config = job.config
     sandbox_info = options.sandbox.info(network=config.agent.network)
     return RunRecord(
@@ -321,13 +335,18 @@ def _new_record(job: RunJob, options: RunOptions) -> RunRecord:
         ),
         hardware=hardware(),
         versions=package_versions(),
+        scheduler=scheduler,
+        condition=config.condition,
+        experiment=job.experiment,
     )
 
 
-def _execute_locked(job: RunJob, options: RunOptions, *, gpu: str | None) -> RunRecord:
+def _execute_locked(
+    job: RunJob, options: RunOptions, *, gpu: str | None, scheduler: SchedulerRecord | None
+) -> RunRecord:
     config = job.config
     started = time.perf_counter()
-    record = _new_record(job, options)
+    record = _new_record(job, options, scheduler)
     job.folder.mkdir(parents=True, exist_ok=True)
     job.folder.chmod(0o700)  # other users never reach what the agent left there
     _clean(job.folder)
@@ -406,7 +425,9 @@ def _execute_locked(job: RunJob, options: RunOptions, *, gpu: str | None) -> Run
         record.exit_code = result.exit_code
         record.killed_processes = result.killed_processes
         if result.cancelled and llm_stop is None:
+            record.status = "cancelled"
             record.error = "cancelled: the harness was stopped; this run will run again"
+            record.finished_at = _now()
             record.timings_s = {k: round(v, 3) for k, v in timings.items()}
             write_record(job.folder, record)
             return record

@@ -41,11 +41,13 @@ RunStatus = Literal[
     "infra_error",
     "invalid_submission",
     "budget_exceeded",
+    "cancelled",
 ]
 FINAL_STATUSES: frozenset[str] = frozenset(
     {"completed", "timeout", "agent_error", "infra_error", "invalid_submission", "budget_exceeded"}
 )
 FAILED_STATUSES: frozenset[str] = frozenset({"agent_error", "infra_error"})
+"""``cancelled`` (the harness was stopped on purpose) is not final: the run runs again."""
 RUN_JSON = "run.json"
 VERSIONED_PACKAGES = (
     "numpy",
@@ -58,6 +60,9 @@ VERSIONED_PACKAGES = (
     "tifffile",
     "pillow",
 )
+
+
+OPTIONAL_CONFIG_FIELDS = ("llm_budget_usd", "condition")
 
 
 class RunConflict(RexmleError):
@@ -73,10 +78,22 @@ class RunConfig(BaseModel):
     seed: int
     time_limit_s: float
     mini: bool
+    llm_budget_usd: float | None = None
+    """The run's LLM spending cap in US dollars, when one is set."""
+    condition: str | None = None
+    """The experiment condition (a named set of overrides) the run belongs to."""
 
     def run_id(self) -> str:
-        """16 hex digits of the SHA-256 of the config as canonical JSON."""
-        text = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        """16 hex digits of the SHA-256 of the config as canonical JSON.
+
+        Optional fields that are unset are left out, so configs written before they existed keep
+        their ids.
+        """
+        fields = self.model_dump(mode="json")
+        for name in OPTIONAL_CONFIG_FIELDS:
+            if fields.get(name) is None:
+                fields.pop(name, None)
+        text = json.dumps(fields, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
@@ -98,6 +115,17 @@ class GradeSummary(BaseModel):
     headline_value: float | None = None
     percentile: float | None = None
     medal: str | None = None
+
+
+class SchedulerRecord(BaseModel):
+    """Where a cluster scheduler ran the run (absent for local runs)."""
+
+    kind: str
+    """The scheduler: ``slurm``."""
+    job_id: str
+    """The scheduler's id of the run's job (for a Slurm array task: ``<array id>_<index>``)."""
+    node: str | None = None
+    """The node the job ran on."""
 
 
 class RunRecord(BaseModel):
@@ -130,6 +158,11 @@ class RunRecord(BaseModel):
     llm: LlmTotals | None = None
     """Calls, tokens and cost through the LLM gateway (runs that had it)."""
     rexmle_version: str = __version__
+    scheduler: SchedulerRecord | None = None
+    condition: str | None = None
+    """The experiment condition of the run (as in its config)."""
+    experiment: str | None = None
+    """The name of the experiment file the run came from."""
 
 
 def run_dir(runs_dir: Path, group: str, task: str, agent: str, seed: int) -> Path:

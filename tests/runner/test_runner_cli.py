@@ -74,7 +74,7 @@ def test_killed_run_resumes_only_unfinished_runs(isles22_dirs, tmp_path: Path):
         assert first.wait(timeout=60) == 130
     assert "interrupted" in (tmp_path / "first.log").read_text()
     assert marker_processes(str(hold)) == []  # the waiting agent was stopped with the harness
-    assert status_of(seeds[1]) == "running"
+    assert status_of(seeds[1]) == "cancelled"  # stopped on purpose: not final, runs again
     assert status_of(seeds[2]) is None
     done_before = (seeds[0] / "run.json").read_bytes()
 
