@@ -134,7 +134,9 @@ def diagnose(pred: npt.NDArray[np.generic], truth: npt.NDArray[np.generic]) -> G
     """The best geometric transform and relabelling of ``pred`` against ``truth``.
 
     The transform is searched on foreground Dice (on a subsample above ``MAX_SEARCH_VOXELS``);
-    relabelling is then checked on the label Dice of the (transformed) prediction.
+    with several labels, the transforms within 0.05 of the best foreground Dice are compared on
+    label Dice (so a left-right flip of a symmetric structure, which moves only the labels, is
+    found as a flip). When no transform helps, a relabelling is checked on label Dice.
 
     Raises:
         ValueError: the arrays differ in number of axes.
@@ -145,18 +147,30 @@ def diagnose(pred: npt.NDArray[np.generic], truth: npt.NDArray[np.generic]) -> G
     step = _stride(truth.shape)
     view = (slice(None, None, step),) * truth.ndim
     small_truth = truth[view]
-    as_is = foreground_dice(pred[view], small_truth) if pred.shape == truth.shape else 0.0
-    best = (as_is, tuple(range(truth.ndim)), ())
+    identity = tuple(range(truth.ndim))
+    fits = pred.shape == truth.shape
+    candidates: list[tuple[float, tuple[int, ...], tuple[int, ...]]] = []
     for perm, flip in _transforms(truth.ndim):
         moved = _apply(pred, perm, flip)
-        if moved.shape != truth.shape:
-            continue
-        score = foreground_dice(moved[view], small_truth)
-        if score > best[0] + 1e-9:
-            best = (score, perm, flip)
-    score, perm, flip = best
+        if moved.shape == truth.shape:
+            candidates.append((foreground_dice(moved[view], small_truth), perm, flip))
+    if not candidates:
+        return GeometryFinding("ok", "", 0.0, 0.0)
+    as_is = foreground_dice(pred[view], small_truth) if fits else 0.0
+    n_labels = len(np.unique(small_truth)) - 1
+    if 1 < n_labels <= MAX_REMAP_LABELS:
+        # several labels: among the transforms that fit the foreground about as well as the best,
+        # the one that fits the labels (a left-right flip of a symmetric anatomy moves only labels)
+        top = max(c[0] for c in candidates)
+        candidates = [
+            (label_dice(_apply(pred, perm, flip)[view], small_truth), perm, flip)
+            for fg, perm, flip in candidates
+            if fg >= top - 0.05 or (perm == identity and not flip)
+        ]
+        as_is = label_dice(pred[view], small_truth) if fits else 0.0
+    score, perm, flip = max(candidates, key=lambda c: (c[0], c[1] == identity and not c[2]))
     if score >= MIN_FIXED_DICE and score - as_is >= MIN_GAIN:
-        permuted = perm != tuple(range(truth.ndim))
+        permuted = perm != identity
         kind = (
             "permuted_and_flipped"
             if permuted and flip

@@ -91,3 +91,14 @@ def test_large_volumes_are_searched_on_a_subsample() -> None:
 def test_a_dimension_mismatch_is_an_error() -> None:
     with pytest.raises(ValueError, match="3 axes but the truth has 2"):
         diagnose(np.zeros((2, 2, 2)), np.zeros((2, 2)))
+
+
+def test_a_left_right_flip_of_a_symmetric_structure_is_a_flip_not_a_relabelling() -> None:
+    # two mirror-image blobs, label 1 on the left and 2 on the right: flipping x keeps the
+    # foreground (Dice 1 as is) and only swaps the labels
+    gold = np.zeros((20, 12, 8), dtype=np.uint8)
+    gold[2:6, 3:8, 2:6] = 1
+    gold[14:18, 3:8, 2:6] = 2
+    finding = diagnose(np.flip(gold, 0), gold)
+    assert (finding.kind, finding.transform) == ("flipped", "flip axes (0,)")
+    assert (finding.dice_as_is, finding.dice_fixed) == (0.0, 1.0)
