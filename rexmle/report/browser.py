@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import html
+import itertools
 import json
 import os
 import urllib.parse
@@ -41,6 +42,8 @@ LOG_CAP_BYTES = 256 * 1024
 CODE_CAP_BYTES = 64 * 1024
 MAX_CASE_ROWS = 1000
 MAX_JSONL_ROWS = 500
+MAX_JSONL_COLUMNS = 24
+MAX_LISTED_FILES = 200
 AGENT_OUTPUT = "agent_output"
 """What an llm agent's adapter collected (journal, best solution, logs), moved into the run folder."""
 CODE_NAMES = ("best_solution.py", "best_code.py", "solution.py", "main.py", "train.py")
@@ -146,8 +149,8 @@ def _jsonl_table(path: Path) -> str:
         if isinstance(item, dict):
             rows.append(
                 {
-                    k: (json.dumps(v)[:400] if isinstance(v, dict | list) else v)
-                    for k, v in item.items()
+                    str(k)[:60]: (json.dumps(v)[:400] if isinstance(v, dict | list) else v)
+                    for k, v in itertools.islice(item.items(), MAX_JSONL_COLUMNS)
                 }
             )
     if not rows:
@@ -174,12 +177,17 @@ def _llm_section(result: RunResult) -> str:
     if not result.llm and not found:
         parts.append("<p><em>no LLM usage recorded for this run</em></p>")
     if output.is_dir() and not output.is_symlink():
-        files = sorted(p for p in output.rglob("*") if p.is_file() and not p.is_symlink())
+        walked = itertools.islice(output.rglob("*"), MAX_LISTED_FILES * 10)
+        files = sorted(p for p in walked if p.is_file() and not p.is_symlink())
         listing = "".join(
             f"<li>{html.escape(str(p.relative_to(result.path)))} ({p.stat().st_size} bytes)</li>"
-            for p in files[:200]
+            for p in files[:MAX_LISTED_FILES]
         )
-        more = f"<li>… {len(files) - 200} more</li>" if len(files) > 200 else ""
+        more = (
+            f"<li>… {len(files) - MAX_LISTED_FILES} more</li>"
+            if len(files) > MAX_LISTED_FILES
+            else ""
+        )
         parts.append(f"<h3>Collected agent output</h3><ul>{listing}{more}</ul>")
     return "".join(parts)
 

@@ -77,6 +77,19 @@ def _llm_number(llm: dict[str, object], *keys: str) -> float:
     return float("nan")
 
 
+def _llm_tokens(llm: dict[str, object]) -> float:
+    """Total tokens: the recorded total, else the sum of input and output (prompt and
+    completion) tokens; NaN when the run recorded none."""
+    total = _llm_number(llm, "total_tokens", "tokens")
+    if not np.isnan(total):
+        return total
+    for pair in (("input_tokens", "output_tokens"), ("prompt_tokens", "completion_tokens")):
+        parts = [_llm_number(llm, key) for key in pair]
+        if not any(np.isnan(p) for p in parts):
+            return float(sum(parts))
+    return float("nan")
+
+
 def run_table(results: Sequence[RunResult]) -> pd.DataFrame:
     """One row per run with the columns of ``RUN_TABLE_COLUMNS`` (empty frame when no runs)."""
     rows = [
@@ -106,7 +119,7 @@ def run_table(results: Sequence[RunResult]) -> pd.DataFrame:
             "time_limit_s": np.nan if r.time_limit_s is None else r.time_limit_s,
             "agent_seconds": np.nan if r.agent_seconds is None else r.agent_seconds,
             "validation_requests": r.validation_requests,
-            "llm_total_tokens": _llm_number(r.llm, "total_tokens", "tokens"),
+            "llm_total_tokens": _llm_tokens(r.llm),
             "llm_cost_usd": _llm_number(r.llm, "cost_usd", "cost"),
             "path": str(r.path),
         }

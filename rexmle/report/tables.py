@@ -176,7 +176,8 @@ def seed_statistics(
     Per agent: tasks, runs, valid rate, mean percentile (mean over tasks of the mean over seeds),
     SEM over seeds (:func:`rexmle.report.stats.sem_over_seeds`) and a 95 % hierarchical bootstrap
     interval (:func:`rexmle.report.stats.hierarchical_bootstrap`, ``n_bootstrap`` draws, seed
-    ``seed``), medals, and the bootstrap method in words.
+    ``seed``), medals, LLM tokens and cost summed over the runs that recorded them (NaN when
+    none did), and the bootstrap method in words.
     """
     frame = _frame(results)
     scored = frame[frame["scored"]]
@@ -226,6 +227,8 @@ def seed_statistics(
                 "ci95_low": low,
                 "ci95_high": high,
                 "medals": int(part["medal"].notna().sum()),
+                "llm_tokens": float(part["llm_total_tokens"].sum(min_count=1)),
+                "llm_cost_usd": float(part["llm_cost_usd"].sum(min_count=1)),
                 "method": method,
             }
         )

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from rexmle.grading import grade_submission
@@ -119,7 +120,8 @@ def test_collect_and_cli_report_from_real_grades(prepared_mini, tmp_path) -> Non
     html_path, md_path = tmp_path / "r.html", tmp_path / "r.md"
     done = subprocess.run(
         [sys.executable, "-m", "rexmle.cli", "report", str(runs), "--html", str(html_path),
-         "--markdown", str(md_path), "--json", str(tmp_path / "r.json")],
+         "--markdown", str(md_path), "--json", str(tmp_path / "r.json"),
+         "--table", str(tmp_path / "runs.csv")],
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
@@ -129,3 +131,7 @@ def test_collect_and_cli_report_from_real_grades(prepared_mini, tmp_path) -> Non
     assert "| isles22 | segmentation | dice |" in text
     assert "FAIL" in text and "Failed runs" in text
     assert json.loads((tmp_path / "r.json").read_text())["per_agent"][1]["mean_percentile"] == 1.0
+    table = pd.read_csv(tmp_path / "runs.csv")
+    assert len(table) == 4 and list(table["agent"]) == ["crash", "oracle", "zeros", "zeros"]
+    assert table.loc[1, "percentile"] == 1.0 and table.loc[0, "status"] == "agent_error"
+    assert "data mode not recorded" in done.stdout  # run.json without config: data unknown

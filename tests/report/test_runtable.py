@@ -218,3 +218,18 @@ def test_plots_show_the_table_values(runs: Path) -> None:
     assert "B did not run dentex" in svg
     colours = agent_colours([f"agent{i}" for i in range(30)])
     assert len(set(colours.values())) == 30  # never a repeated colour
+
+
+def test_llm_totals_are_read_when_present(tmp_path: Path) -> None:
+    root = tmp_path / "runs"
+    folder = _run(root, "g", "isles22", "A", 0, "completed", grade=_valid("dice", 0.5, 0.5))
+    record = json.loads((folder / "run.json").read_text())
+    record["llm"] = {"input_tokens": 1200, "output_tokens": 300, "cost_usd": 0.75}
+    (folder / "run.json").write_text(json.dumps(record))
+    _run(root, "g", "isles22", "A", 1, "completed", grade=_valid("dice", 0.5, 0.5))
+    frame = run_table(collect_runs(root))
+    assert frame.loc[0, "llm_total_tokens"] == 1500.0  # 1200 + 300
+    assert frame.loc[0, "llm_cost_usd"] == 0.75
+    assert math.isnan(frame.loc[1, "llm_total_tokens"])  # no gateway: n/a, not 0
+    _, per_agent = seed_statistics(frame, n_bootstrap=10)
+    assert per_agent.loc[0, "llm_tokens"] == 1500.0 and per_agent.loc[0, "llm_cost_usd"] == 0.75
