@@ -35,14 +35,18 @@ def bearer(link: RunLink) -> dict[str, str]:
     return {"Authorization": f"Bearer {link.token}"}
 
 
-def lines(link: RunLink) -> list[dict[str, Any]]:
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:  # the callback writes after the answer is sent
+def lines(link: RunLink, expected: int) -> list[dict[str, Any]]:
+    """The run's usage lines once ``expected`` are written (the callback runs after the answer)."""
+    deadline = time.monotonic() + 30
+    found: list[str] = []
+    while time.monotonic() < deadline:
         if link.usage_path.is_file():
-            break
+            found = link.usage_path.read_text().splitlines()
+            if len(found) >= expected:
+                break
         time.sleep(0.05)
-    time.sleep(0.3)
-    return [json.loads(x) for x in link.usage_path.read_text().splitlines()]
+    assert len(found) == expected, found
+    return [json.loads(x) for x in found]
 
 
 @pytest.fixture
@@ -63,7 +67,7 @@ def test_chat_is_forwarded_with_the_provider_key_and_metered(llm_gateway, upstre
     assert sent.body["model"] == "gpt-5"
     assert sent.headers["authorization"] == f"Bearer {STANDIN_KEY}"
     assert link.token not in json.dumps([sent.headers, sent.body])
-    (usage,) = lines(link)
+    (usage,) = lines(link, 1)
     assert usage["alias"] == "gw/gpt-5" and usage["upstream_model"] == "gpt-5"
     assert (usage["tokens_in"], usage["tokens_cached"], usage["tokens_out"]) == (1000, 400, 200)
     # 600 * 1.25 + 400 * 0.125 + 200 * 10 = 2800 per 1M -> 0.0028 USD
@@ -78,7 +82,7 @@ def test_streamed_chat_usage_comes_from_the_upstream_usage_chunk(llm_gateway, up
     sent = upstream.completion_requests()[0].body
     assert sent["stream"] is True
     assert sent["stream_options"] == {"include_usage": True}  # added by the gateway
-    (usage,) = lines(link)
+    (usage,) = lines(link, 1)
     assert (usage["tokens_in"], usage["tokens_out"], usage["stream"]) == (50, 7, True)
 
 
@@ -91,7 +95,7 @@ def test_responses_api_plain_and_streamed(llm_gateway, upstream, link):
     assert plain[0] == 200 and json.loads(plain[1])["output"][0]["content"][0]["text"] == "resp"
     assert streamed[0] == 200 and "response.completed" in streamed[1]
     assert [r.path for r in upstream.completion_requests()] == ["/v1/responses"] * 2
-    for usage in lines(link):
+    for usage in lines(link, 2):
         assert (usage["tokens_in"], usage["tokens_out"], usage["tokens_reasoning"]) == (30, 10, 4)
         # 30 * 1.25 + 10 * 10 = 137.5 per 1M
         assert usage["cost_usd"] == pytest.approx(137.5e-6, abs=1e-12)
@@ -108,7 +112,7 @@ def test_anthropic_messages_plain_and_streamed(llm_gateway, upstream, link):
     assert plain[0] == 200 and json.loads(plain[1])["content"][0]["text"] == "bonjour"
     assert streamed[0] == 200 and "input_json_delta" in streamed[1]
     assert all(r.headers["x-api-key"] == STANDIN_KEY for r in upstream.completion_requests())
-    for usage in lines(link):
+    for usage in lines(link, 2):
         assert (usage["tokens_in"], usage["tokens_cached"], usage["tokens_out"]) == (100, 40, 20)
         # 60 * 3 + 40 * 0.3 + 20 * 15 = 492 per 1M
         assert usage["cost_usd"] == pytest.approx(492e-6, abs=1e-12)
@@ -125,7 +129,7 @@ def test_a_system_only_prompt_reaches_anthropic_and_dropped_params_are_logged(
                      bearer(link))  # fmt: skip
     assert status == 200
     assert "temperature" not in upstream.completion_requests()[1].body
-    assert lines(link)[1]["dropped_params"] == ["temperature"]
+    assert lines(link, 2)[1]["dropped_params"] == ["temperature"]
 
 
 def test_unknown_tokens_and_admin_routes_are_refused(llm_gateway, upstream, link):
@@ -178,7 +182,7 @@ def test_rate_cap_refuses_the_fourth_call_in_a_minute(llm_gateway, upstream, tmp
 def test_trajectory_keeps_bodies_without_secrets(llm_gateway, upstream, link):
     upstream.push(Reply(text="the answer"))
     call(llm_gateway, "/v1/chat/completions", CHAT, bearer(link))
-    lines(link)
+    lines(link, 1)
     trajectory = (link.usage_path.parent / "llm_trajectory.jsonl").read_text()
     assert "the answer" in trajectory and "hello" in trajectory
     assert STANDIN_KEY not in trajectory and link.token not in trajectory
