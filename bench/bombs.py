@@ -14,8 +14,6 @@ Run: ``.venv/bin/python bench/bombs.py``. Scenarios, each in fresh processes on 
 
 from __future__ import annotations
 
-import io
-import json
 import sys
 import tarfile
 import tempfile
@@ -24,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "grading"))
 
-from bomb_files import BOMB_TASKS, bomb_submission, peak_rss_mib
+from bomb_files import BOMB_TASKS, bomb_submission, peak_rss_mib, upload_peak_rss
 
 from rexmle.challenges.registry import load_implementation
 from rexmle.preparation import prepare_task
@@ -73,47 +71,21 @@ def grader_million_lines(data_dir: Path, work: Path) -> None:
     )
 
 
-_SERVER = """
-import json, resource, sys, time, urllib.request
-from pathlib import Path
-from rexmle.runner.validation_server import ValidationServer
-archive = Path(sys.argv[3]).read_bytes()
-with ValidationServer(sys.argv[1], data_dir=Path(sys.argv[2])) as server:
-    request = urllib.request.Request(server.url, data=archive, method="POST")
-    started = time.perf_counter()
-    try:
-        with urllib.request.urlopen(request, timeout=600) as answer:
-            status = answer.status
-    except urllib.error.HTTPError as err:
-        status = err.code
-    seconds = time.perf_counter() - started
-own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-print(json.dumps({"status": status, "seconds": seconds, "server": own, "check": children}))
-"""
-
-
 def validation_server_bomb(data_dir: Path, work: Path) -> None:
     """The NIfTI bomb uploaded to a real validation server: status, seconds, peak RSS."""
-    import subprocess
-
     dirs, _ = prepare_task("isles22", data_dir=data_dir, mini=True)
     impl = load_implementation("isles22")
     (column,) = impl.path_columns
     folder = bomb_submission(
         dirs.gold, ".nii.gz", work / "upload", id_column=impl.id_column, path_column=column
     )
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+    with tarfile.open(work / "upload.tar.gz", mode="w:gz") as archive:
         archive.add(folder, arcname="submission")
-    (work / "upload.tar.gz").write_bytes(buffer.getvalue())
-    done = subprocess.run(
-        [sys.executable, "-c", _SERVER, "isles22", str(data_dir), str(work / "upload.tar.gz")],
-        capture_output=True, text=True, check=True, timeout=900,
-    )  # fmt: skip
-    row = json.loads(done.stdout.strip().splitlines()[-1])
+    started = time.perf_counter()
+    row = upload_peak_rss("isles22", data_dir, work / "upload.tar.gz")
+    seconds = time.perf_counter() - started
     print(
-        f"server  .nii.gz upload  HTTP {row['status']}  {row['seconds']:5.1f} s  "
+        f"server  .nii.gz upload  HTTP {row['status']}  {seconds:5.1f} s (with start-up)  "
         f"peak RSS: server process {row['server']:6.0f} MiB, check child {row['check']:6.0f} MiB"
     )
 

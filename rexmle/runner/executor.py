@@ -364,6 +364,7 @@ def _execute_locked(
             socket_dir=socket_dir,
             max_upload_bytes=options.max_upload_bytes,
             max_requests_per_minute=options.max_requests_per_minute,
+            memory_bytes=options.validation_memory_bytes,
         )
         with server:
             workspace = build_workspace(

@@ -9,22 +9,34 @@ same handler on a unix socket. Endpoints:
   ``public/`` and ``prepared.json``, never ``private/``). No score, metric or position is ever
   computed here. 400: not a readable archive, or a member escapes the folder (reasons say which);
   411: no Content-Length; 413: upload (or its unpacked size) over the limit; 429: too many requests.
+- ``GET /health``: ``{"ok": true, "task": ...}``.
+
+Bounded memory: an upload is streamed to a file on disk (never held in memory; Content-Length at
+most ``max_upload_bytes``). Each check (unpack + validate) runs in a child process of its own,
+:mod:`rexmle.runner.validation_check`, under an address-space limit (``memory_bytes``) and killed
+with the server's process, so a hostile upload can exhaust only that child: its failure is
+answered 500 and the server goes on. Archive members must be regular files or folders, with
+relative names without NUL bytes, at most MAX_MEMBER_DEPTH folders deep and MAX_MEMBER_NAME_BYTES
+long (400 with the reason otherwise).
 - ``POST /validate`` with ``multipart/form-data`` (ML-Master's protocol): the CSV as part
   ``file`` (+ the files it names as parts ``files``); answered as above plus ``is_valid`` and
   ``result`` (:meth:`ValidationServer.check_multipart`).
-- ``GET /health``: ``{"ok": true, "task": ...}``.
 """
 
 from __future__ import annotations
 
 import io
 import json
+import lzma
 import shutil
 import socketserver
+import subprocess
+import sys
 import tarfile
 import tempfile
 import threading
 import time
+import typing
 import zipfile
 import zlib
 from collections import deque
@@ -32,7 +44,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path, PurePosixPath
 from types import TracebackType
 
-from rexmle.errors import RexmleError
+from rexmle.runner.limits import DEFAULT_VALIDATION_MEMORY_BYTES, limited_argv
 
 MAX_MEMBERS = 10_000
 """Most files and folders an uploaded archive may hold."""
@@ -44,6 +56,13 @@ SOCKET_NAME = "validation.sock"
 MAX_DISCARD_BYTES = 64 << 20
 """A refused body is read and dropped up to this size before the connection closes."""
 DISCARD_TIMEOUT_S = 2.0
+MAX_MEMBER_DEPTH = 64
+"""Most nested folders an archive member's name may have."""
+MAX_MEMBER_NAME_BYTES = 4096
+"""Longest member name (bytes of UTF-8); a single component may have at most 255."""
+CHECK_TIMEOUT_S = 900.0
+"""Longest a validation check may run before it is killed (answered 500)."""
+_STREAM_CHUNK = 1 << 20
 
 
 class UploadError(ValueError):
@@ -55,15 +74,34 @@ class UploadTooLarge(UploadError):
 
 
 def _member_path(name: str) -> PurePosixPath:
+    shown = repr(name) if len(name) <= 200 else f"{name[:200]!r}... ({len(name)} characters)"
+    if "\x00" in name:
+        msg = f"archive member {shown} has a NUL byte in its name"
+        raise UploadError(msg)
     path = PurePosixPath(name)
     if path.is_absolute() or ".." in path.parts or "\\" in name:
-        msg = f"archive member {name!r} would be written outside the submission folder"
+        msg = f"archive member {shown} would be written outside the submission folder"
+        raise UploadError(msg)
+    if len(path.parts) > MAX_MEMBER_DEPTH + 1:
+        msg = f"archive member {shown} is {len(path.parts) - 1} folders deep (at most {MAX_MEMBER_DEPTH})"
+        raise UploadError(msg)
+    encoded = name.encode("utf-8", errors="surrogateescape")
+    longest = max(
+        (len(part.encode("utf-8", errors="surrogateescape")) for part in path.parts), default=0
+    )
+    if len(encoded) > MAX_MEMBER_NAME_BYTES or longest > 255:
+        msg = (
+            f"archive member {shown} has a name of {len(encoded)} bytes or a part over 255 bytes "
+            f"(at most {MAX_MEMBER_NAME_BYTES} in all)"
+        )
         raise UploadError(msg)
     return path
 
 
-def unpack_submission(payload: bytes, target: Path, *, max_unpacked_bytes: int) -> Path:
+def unpack_submission(payload: bytes | Path, target: Path, *, max_unpacked_bytes: int) -> Path:
     """Unpack a tar/tar.gz/zip of a submission folder into ``target``; return the folder.
+
+    ``payload`` is the archive's bytes or the file holding them (read as a stream).
 
     Only regular files and folders are accepted (no links, devices, absolute paths or ``..``).
     When the archive holds one top folder with ``submission.csv`` inside and none at the root,
@@ -73,7 +111,13 @@ def unpack_submission(payload: bytes, target: Path, *, max_unpacked_bytes: int) 
         UploadError: not a tar or zip archive, or a member that is not allowed.
         UploadTooLarge: the members add up to more than ``max_unpacked_bytes``.
     """
-    buffer = io.BytesIO(payload)
+    if isinstance(payload, Path):
+        with open(payload, "rb") as stream:
+            return _unpack(stream, target, max_unpacked_bytes=max_unpacked_bytes)
+    return _unpack(io.BytesIO(payload), target, max_unpacked_bytes=max_unpacked_bytes)
+
+
+def _unpack(buffer: typing.BinaryIO, target: Path, *, max_unpacked_bytes: int) -> Path:
     if zipfile.is_zipfile(buffer):
         buffer.seek(0)
         with zipfile.ZipFile(buffer) as archive:
@@ -99,7 +143,7 @@ def unpack_submission(payload: bytes, target: Path, *, max_unpacked_bytes: int) 
                     destination.parent.mkdir(parents=True, exist_ok=True)
                     with archive.open(info) as source, open(destination, "wb") as sink:
                         shutil.copyfileobj(source, sink)
-                except (OSError, zipfile.BadZipFile, zlib.error) as err:
+                except (OSError, ValueError, zipfile.BadZipFile, zlib.error) as err:
                     msg = f"archive member {info.filename!r} cannot be unpacked: {err}"
                     raise UploadError(msg) from err
     else:
@@ -122,7 +166,7 @@ def unpack_submission(payload: bytes, target: Path, *, max_unpacked_bytes: int) 
                         msg = f"archive unpacks to over {max_unpacked_bytes} bytes (the limit)"
                         raise UploadTooLarge(msg)
                     _extract_tar_member(archive, member, target)
-            except (tarfile.TarError, EOFError, zlib.error) as err:
+            except (tarfile.TarError, EOFError, zlib.error, lzma.LZMAError, OSError) as err:
                 msg = f"the tar archive is damaged: {err}"
                 raise UploadError(msg) from err
     if not (target / "submission.csv").exists():
@@ -151,8 +195,9 @@ def _extract_tar_member(archive: tarfile.TarFile, member: tarfile.TarInfo, targe
             raise UploadError(msg)
         with source, open(destination, "wb") as sink:
             shutil.copyfileobj(source, sink)
-    except OSError as err:  # e.g. a file and a folder of the same name
-        msg = f"archive member {member.name!r} cannot be unpacked: {err.strerror or err}"
+    except (OSError, ValueError) as err:  # e.g. a file and a folder of the same name
+        reason = err.strerror if isinstance(err, OSError) and err.strerror else err
+        msg = f"archive member {member.name!r} cannot be unpacked: {reason}"
         raise UploadError(msg) from err
 
 
@@ -246,13 +291,30 @@ class _Handler(BaseHTTPRequestHandler):
             )
             self._discard(length)
             return
-        payload = self.rfile.read(length)
-        content_type = self.headers.get("Content-Type", "")
-        if content_type.lower().startswith("multipart/form-data"):
-            self._reply(*self.owner.check_multipart(payload, content_type))
-            return
-        status, body = self.owner.check(payload)
-        self._reply(status, body)
+        with tempfile.TemporaryDirectory(prefix="rexmle-upload-") as scratch:
+            upload = Path(scratch) / "upload"
+            received = self._receive(upload, length)
+            if received < length:
+                self.close_connection = True
+                self._reply(400, {"error": f"the upload ended after {received} of {length} bytes"})
+                return
+            content_type = self.headers.get("Content-Type", "")
+            if content_type.lower().startswith("multipart/form-data"):
+                self._reply(*self.owner.check_multipart(upload.read_bytes(), content_type))
+                return
+            self._reply(*self.owner.check(upload))
+
+    def _receive(self, path: Path, length: int) -> int:
+        """Copy the body (``length`` bytes at most) to ``path`` in chunks; bytes received."""
+        received = 0
+        with open(path, "wb") as sink:
+            while received < length:
+                chunk = self.rfile.read(min(_STREAM_CHUNK, length - received))
+                if not chunk:
+                    break
+                sink.write(chunk)
+                received += len(chunk)
+        return received
 
 
 class _UnixHTTPServer(socketserver.ThreadingUnixStreamServer):
@@ -272,6 +334,7 @@ class ValidationServer:
         max_unpacked_bytes: int = DEFAULT_MAX_UNPACKED_BYTES,
         max_requests_per_minute: int = DEFAULT_MAX_REQUESTS_PER_MINUTE,
         workers: int = 1,
+        memory_bytes: int | None = DEFAULT_VALIDATION_MEMORY_BYTES,
     ) -> None:
         self.task_id = task_id
         self.data_dir = data_dir
@@ -280,6 +343,8 @@ class ValidationServer:
         self.max_unpacked_bytes = max_unpacked_bytes
         self.limiter = RateLimiter(max_requests_per_minute)
         self.workers = workers
+        self.memory_bytes = memory_bytes
+        """Address-space limit of each check's child process (None: no limit)."""
         self.n_requests = 0
         self._check_lock = threading.Lock()
         self._servers: list[socketserver.BaseServer] = []
@@ -296,33 +361,46 @@ class ValidationServer:
         """The unix socket (when ``socket_dir`` was given)."""
         return None if self.socket_dir is None else self.socket_dir / SOCKET_NAME
 
-    def check(self, payload: bytes) -> tuple[int, dict[str, object]]:
-        """Unpack and validate one upload; returns (HTTP status, JSON body). Never a score."""
-        from rexmle.grading import validate_submission
-
+    def check(self, payload: bytes | Path) -> tuple[int, dict[str, object]]:
+        """Unpack and validate one upload (its bytes or the file holding them) in a child process
+        under ``memory_bytes``; returns (HTTP status, JSON body). Never a score."""
         with self._check_lock:
             self.n_requests += 1
-            with tempfile.TemporaryDirectory(prefix="rexmle-upload-") as scratch:
-                try:
-                    folder = unpack_submission(
-                        payload, Path(scratch), max_unpacked_bytes=self.max_unpacked_bytes
-                    )
-                except UploadTooLarge as err:
-                    return 413, {"valid": False, "reasons": [str(err)], "warnings": []}
-                except UploadError as err:
-                    return 400, {"valid": False, "reasons": [str(err)], "warnings": []}
-                try:
-                    result = validate_submission(
-                        self.task_id, folder, data_dir=self.data_dir, workers=self.workers
-                    )
-                except RexmleError as err:
-                    return 500, {"error": f"the validation server failed: {err}"}
-        return 200, {
-            "valid": result.valid,
-            "reasons": result.reasons,
-            "warnings": result.warnings,
-            "n_cases": result.n_cases,
-        }
+            with tempfile.TemporaryDirectory(prefix="rexmle-check-") as scratch:
+                archive = payload if isinstance(payload, Path) else Path(scratch) / "upload"
+                if not isinstance(payload, Path):
+                    archive.write_bytes(payload)
+                unpacked = Path(scratch) / "unpacked"
+                unpacked.mkdir()
+                return self._run_check(archive, unpacked)
+
+    def _run_check(self, archive: Path, unpacked: Path) -> tuple[int, dict[str, object]]:
+        argv = [sys.executable, "-m", "rexmle.runner.validation_check", self.task_id,
+                str(archive), str(unpacked), "--workers", str(self.workers),
+                "--max-unpacked-bytes", str(self.max_unpacked_bytes)]  # fmt: skip
+        if self.data_dir is not None:
+            argv += ["--data-dir", str(self.data_dir)]
+        try:
+            done = subprocess.run(
+                limited_argv(argv, memory_bytes=self.memory_bytes),
+                capture_output=True,
+                stdin=subprocess.DEVNULL,
+                timeout=CHECK_TIMEOUT_S,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            return 500, {"error": f"the validation check took longer than {CHECK_TIMEOUT_S:g} s"}
+        lines = done.stdout.decode("utf-8", errors="replace").strip().splitlines()
+        if done.returncode != 0 or not lines:
+            tail = done.stderr.decode("utf-8", errors="replace")[-1000:]
+            limit = f"{self.memory_bytes >> 20} MiB" if self.memory_bytes else "no limit"
+            msg = (
+                f"the validation check failed (exit {done.returncode}; memory limit {limit}); "
+                f"it ended with: {tail}"
+            )
+            return 500, {"error": msg}
+        answer = json.loads(lines[-1])
+        return int(answer["status"]), answer["body"]
 
     def check_multipart(self, body: bytes, content_type: str) -> tuple[int, dict[str, object]]:
         """ML-Master's upload (see :mod:`rexmle.runner.multipart_upload`), answered in its form.

@@ -169,6 +169,42 @@ def peak_rss_mib(argv: list[str], *, timeout_s: float = 600.0) -> tuple[int, flo
     return int(code), int(peak_kib) / 1024, done.stderr
 
 
+_SERVER = """
+import http.client, json, resource, sys
+from pathlib import Path
+from rexmle.runner.validation_server import ValidationServer
+task, data_dir, body_path = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
+with ValidationServer(task, data_dir=data_dir) as server:
+    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=600)
+    connection.putrequest("POST", "/validate")
+    connection.putheader("Content-Length", str(body_path.stat().st_size))
+    connection.endheaders()
+    with open(body_path, "rb") as body:  # the client streams from its own process's file
+        while chunk := body.read(1 << 20):
+            connection.send(chunk)
+    response = connection.getresponse()
+    answer = json.loads(response.read())
+# VmHWM, not RUSAGE_SELF: ru_maxrss keeps the peak of the process this one was forked from
+own = next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM")) / 1024
+children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+print(json.dumps({"status": response.status, "answer": answer, "server": own, "check": children}))
+"""
+
+
+def upload_peak_rss(task_id: str, data_dir: Path, body: Path) -> dict[str, object]:
+    """POST ``body`` to a real validation server in a fresh process; status, answer and peaks.
+
+    Returns ``{"status", "answer", "server", "check"}``: ``server`` is the peak RSS (MiB,
+    ``VmHWM``) of the process running the server (the harness's role; the client in it reads the
+    body in 1 MiB chunks), ``check`` the largest peak among its children (the validation checks).
+    """
+    done = subprocess.run(
+        [sys.executable, "-c", _SERVER, task_id, str(data_dir), str(body)],
+        capture_output=True, text=True, check=True, timeout=900,
+    )  # fmt: skip
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def bomb_submission(
     gold: Path, suffix: str, out: Path, *, id_column: str, path_column: str
 ) -> Path:
