@@ -284,8 +284,11 @@ def _llm_link(job: RunJob, options: RunOptions, socket_dir: Path) -> Iterator[Ru
     if options.gateway is None or not _needs_gateway(job, options):
         yield None
         return
+    limits = options.gateway.config.limits
+    if job.config.llm_budget_usd is not None:
+        limits = limits.model_copy(update={"budget_usd": job.config.llm_budget_usd})
     with options.gateway.open_run(
-        job.config.run_id(), job.folder, socket_dir, cancel=options.cancel
+        job.config.run_id(), job.folder, socket_dir, cancel=options.cancel, limits=limits
     ) as link:
         yield link
 

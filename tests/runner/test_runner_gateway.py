@@ -64,7 +64,9 @@ while True:
 COMMAND = f"{COPY_SAMPLE} && python - <<'EOF'\n{AGENT}\nEOF\n"
 
 
-def run_with_gateway(gateway, dirs, tmp_path: Path, *, env: list[str] | None = None):
+def run_with_gateway(
+    gateway, dirs, tmp_path: Path, *, env: list[str] | None = None, budget: float | None = None
+):
     spec = load_agent("command").with_overrides(
         command=COMMAND, time_limit_s=120.0, network=False, env=env
     )
@@ -75,6 +77,7 @@ def run_with_gateway(gateway, dirs, tmp_path: Path, *, env: list[str] | None = N
         seed=0,
         time_limit_s=spec.time_limit_s,
         mini=True,
+        llm_budget_usd=budget,
     )
     runs_dir = tmp_path / "runs"
     folder = run_dir(runs_dir, "test", "isles22", spec.id, 0)
@@ -114,6 +117,18 @@ def test_budget_stop_ends_a_hanging_agent_and_grades_its_submission(
     assert (folder / "llm_usage.jsonl").is_file()
     assert (folder / "llm_trajectory.jsonl").is_file()
     assert record.sandbox is not None and record.sandbox.network_isolated
+
+
+def test_a_run_budget_from_its_config_replaces_the_gateway_default(
+    llm_gateway, upstream, isles22_dirs, tmp_path
+):
+    upstream.reset(default=Reply(text="costly", input_tokens=10_000, output_tokens=1))
+    record, _, _ = run_with_gateway(llm_gateway, isles22_dirs, tmp_path, budget=1.0)
+    # 0.01251 USD per call stays under 1.0 USD: the rate cap (3 per minute) stops the run
+    assert record.status == "budget_exceeded"
+    assert "3 calls per minute" in (record.error or "")
+    assert record.llm is not None and record.llm.budget_usd == 1.0
+    assert record.llm.cost_usd == pytest.approx(3 * 0.01251, abs=1e-12)
 
 
 def test_the_provider_key_never_enters_the_sandbox(
