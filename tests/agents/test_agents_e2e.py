@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from rexmle.agents.environments import install_env, resolve_env
-from tests.agents.scripted_agent import reply_for
+from tests.agents import scripted_agent, scripted_rdagent
 
 pytestmark = pytest.mark.agents
 
@@ -28,7 +28,11 @@ STANDIN_KEY = "sk-upstream-test-key-never-in-a-sandbox"
 ACCEPTED_STATUSES = {
     "aide": {"completed"},
     "ml-master": {"completed", "agent_error"},  # it exits 1 from a logging error at its end
+    "rdagent": {"completed"},
 }
+RESPONDERS = {"aide": scripted_agent, "ml-master": scripted_agent, "rdagent": scripted_rdagent}
+CURRENT = {"agent": "aide"}
+"""The agent whose scripted replies the stand-in gives now (the tests run one at a time)."""
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +40,7 @@ def upstream():
     standin = pytest.importorskip("rexmle.llm.standin", reason="the LLM gateway is not installed")
 
     def respond(request):
-        text, calls = reply_for(request.body or {})
+        text, calls = RESPONDERS[CURRENT["agent"]].reply_for(request.body or {})
         return standin.Reply(
             text=text, tool_calls=tuple(standin.ToolCall(name=n, arguments=a) for n, a in calls)
         )
@@ -78,6 +82,7 @@ def ml_master_declaration(folder: Path) -> Path:
 def test_agent_runs_end_to_end_to_a_graded_submission(agent, upstream, tmp_path: Path):
     env = resolve_env(agent)
     install_env(env, progress=lambda line: None)
+    CURRENT["agent"] = agent
     accepted = ACCEPTED_STATUSES[agent]
     agent_arg = ["--agent", agent]
     if agent == "ml-master":
@@ -110,7 +115,9 @@ def test_agent_runs_end_to_end_to_a_graded_submission(agent, upstream, tmp_path:
     usage = [json.loads(line) for line in (folder / "llm_usage.jsonl").read_text().splitlines()]
     assert len(usage) >= 2 and record["llm"]["calls"] == len(usage)
     assert len(upstream.completion_requests()) >= 2
-    assert (folder / "agent_output" / "logs").is_dir()
+    kept = [json.loads(line) for line in (folder / "agent_output" / "submissions.jsonl").open()]
+    assert any(entry["kept"] for entry in kept)
+    assert any((folder / "agent_output").glob("log*/*"))  # the agent's own logs were collected
     workspace_text = "".join(
         p.read_text(errors="replace")
         for p in (folder / "workspace").rglob("*")
