@@ -23,6 +23,7 @@ from rexmle.challenges.base import TaskDirs
 from rexmle.challenges.registry import get_task, load_implementation
 from rexmle.errors import DataError
 from rexmle.grading.grader import task_dirs
+from rexmle.runner.leftovers import pid_is_alive
 
 RAW_COMPLETE_MARKER = ".rexmle-raw-complete.json"
 SOURCES_MANIFEST = ".rexmle-sources.json"
@@ -89,6 +90,10 @@ def ensure_mini_raw(task_id: str, raw_dir: Path, *, secret: FixtureSecret = "new
         raise DataError(msg)
     chosen = secrets.token_bytes(SECRET_BYTES) if secret == "new" else secret
     impl = load_implementation(task_id)
+    for stale in raw_dir.parent.glob(f".{raw_dir.name}.building-*"):
+        pid = stale.name.rsplit("-", 1)[-1]
+        if pid.isdigit() and not pid_is_alive(int(pid)):  # left by a killed prepare
+            shutil.rmtree(stale, ignore_errors=True)
     building = raw_dir.with_name(f".{raw_dir.name}.building-{os.getpid()}")
     shutil.rmtree(building, ignore_errors=True)
     building.mkdir(parents=True)

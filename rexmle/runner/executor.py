@@ -28,7 +28,6 @@ import queue
 import shutil
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -53,6 +52,7 @@ from rexmle.agents.llm_launch import prepare_launch
 from rexmle.errors import RexmleError
 from rexmle.grading.report import GradeReport
 from rexmle.llm.gateway import Gateway, RunLink, strip_provider_keys
+from rexmle.runner.leftovers import SocketDir, remove_stale_socket_dirs
 from rexmle.runner.limits import (
     DEFAULT_GRADE_MEMORY_BYTES,
     DEFAULT_VALIDATION_MEMORY_BYTES,
@@ -71,7 +71,14 @@ from rexmle.runner.records import (
     write_record,
 )
 from rexmle.runner.run_lock import RunLocked, run_folder_lock
-from rexmle.runner.sandbox import Relay, Sandbox, SandboxRequest, SandboxResult
+from rexmle.runner.sandbox import (
+    Relay,
+    Sandbox,
+    SandboxLimits,
+    SandboxRequest,
+    SandboxResult,
+    recorded_limits,
+)
 from rexmle.runner.trees import strip_special_bits
 from rexmle.runner.validation_server import (
     DEFAULT_MAX_REQUESTS_PER_MINUTE,
@@ -83,6 +90,8 @@ from rexmle.runner.workspace import agent_env, build_workspace, collect_submissi
 EXIT_NOT_IMPLEMENTED = 3
 """Exit code of ``python -m rexmle.agents.baseline`` for a task without a baseline solver."""
 GRADE_INVALID = 1
+HARNESS_PACKAGE_KINDS = frozenset({"baseline", "dummy", "llm"})
+"""Agent kinds whose programs import ``rexmle`` (the sandbox mounts it only for them)."""
 GRADE_HARNESS_ERROR = 2
 
 
@@ -125,6 +134,8 @@ class RunOptions:
     """The LLM gateway of this ``rexmle run``; runs that need LLMs get a token and a relay."""
     llm_for_every_run: bool = False
     """Give every run the gateway (``--llm-config``), not only agents that declare LLM use."""
+    limits: SandboxLimits = field(default_factory=SandboxLimits)
+    """tmpfs sizes, process limit and log caps of every agent (recorded in run.json)."""
 
 
 def _now() -> str:
@@ -335,6 +346,8 @@ def _new_record(
             isolated=sandbox_info.isolated,
             network_isolated=sandbox_info.network_isolated,
             warnings=sandbox_info.warnings,
+            network=sandbox_info.network,
+            limits=recorded_limits(options.limits, sandbox_info.kind),
         ),
         hardware=hardware(),
         versions=package_versions(),
@@ -355,7 +368,8 @@ def _execute_locked(
     _clean(job.folder)
     write_record(job.folder, record)
     timings: dict[str, float] = {}
-    socket_dir = Path(tempfile.mkdtemp(prefix="rexmle-v-"))
+    claimed_socket_dir = SocketDir()
+    socket_dir = claimed_socket_dir.path
     try:
         from rexmle.grading.grader import require_prepared, task_dirs
 
@@ -418,6 +432,8 @@ def _execute_locked(
                     relays=tuple(relays),
                     kill_grace_s=options.kill_grace_s,
                     cancel=options.cancel if link is None else link.stop,
+                    limits=options.limits,
+                    harness_package=config.agent.kind in HARNESS_PACKAGE_KINDS,
                 )
                 result = options.sandbox.run(request)
                 llm_stop = None if link is None else link.stopped_reason()
@@ -462,7 +478,7 @@ def _execute_locked(
         record.status = "infra_error"
         record.error = f"{type(error).__name__}: {error}"
     finally:
-        shutil.rmtree(socket_dir, ignore_errors=True)
+        claimed_socket_dir.release()
     timings["total"] = time.perf_counter() - started
     record.timings_s = {k: round(v, 3) for k, v in timings.items()}
     record.finished_at = _now()
@@ -518,6 +534,8 @@ def run_jobs(
     running agent, leaves their records ``running`` (they run again next time) and re-raises.
     """
     console = console or Console(stderr=True)
+    for stale in remove_stale_socket_dirs():
+        console.print(f"removed the leftover {stale} of a killed run", highlight=False)
     slots: queue.Queue[str | None] = queue.Queue()
     if gpus:
         concurrency = min(concurrency, len(gpus))

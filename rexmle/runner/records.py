@@ -104,6 +104,10 @@ class SandboxRecord(BaseModel):
     isolated: bool
     network_isolated: bool
     warnings: list[str] = []
+    network: str | None = None
+    """``off``, ``isolated-outbound`` (bwrap) or ``host`` (local)."""
+    limits: dict[str, int | None] | None = None
+    """The caps that held: tmpfs bytes, process limit, log bytes (None: not enforced)."""
 
 
 class GradeSummary(BaseModel):

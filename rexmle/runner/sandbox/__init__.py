@@ -30,6 +30,31 @@ class Relay:
 
 
 @dataclass(frozen=True)
+class SandboxLimits:
+    """Resource caps of one sandboxed run (recorded in run.json under ``sandbox.limits``)."""
+
+    tmp_bytes: int = 4 << 30
+    """Size of each private tmpfs the agent may write (``/tmp``, ``/var/tmp``); bwrap only."""
+    shm_bytes: int = 2 << 30
+    """Size of ``/dev/shm`` (bwrap only)."""
+    max_processes: int = 8192
+    """RLIMIT_NPROC of the agent (processes and threads of its uid; bwrap only)."""
+    log_bytes: int = 64 << 20
+    """Bytes of stdout and of stderr copied into the run's logs; the rest is dropped."""
+
+
+def recorded_limits(limits: SandboxLimits, kind: str) -> dict[str, int | None]:
+    """The limits as run.json records them: those a ``kind`` of sandbox does not enforce are None."""
+    enforced_by_bwrap_only = kind != "bwrap"
+    return {
+        "tmp_bytes": None if enforced_by_bwrap_only else limits.tmp_bytes,
+        "shm_bytes": None if enforced_by_bwrap_only else limits.shm_bytes,
+        "max_processes": None if enforced_by_bwrap_only else limits.max_processes,
+        "log_bytes": limits.log_bytes,
+    }
+
+
+@dataclass(frozen=True)
 class SandboxRequest:
     """Everything a sandbox needs to start one agent command."""
 
@@ -54,6 +79,10 @@ class SandboxRequest:
     """Seconds between SIGTERM and SIGKILL when the limit is reached."""
     cancel: threading.Event | None = None
     """Set by the harness to stop the agent early (Ctrl-C): the run is then neither done nor failed."""
+    limits: SandboxLimits = field(default_factory=SandboxLimits)
+    harness_package: bool = False
+    """Whether the agent imports ``rexmle`` (baseline, dummy, llm adapters): only then bwrap
+    mounts it."""
 
 
 @dataclass(frozen=True)
@@ -79,6 +108,9 @@ class SandboxInfo:
     isolated: bool
     """True when the filesystem isolation holds (data root and other runs hidden)."""
     network_isolated: bool
+    network: Literal["off", "isolated-outbound", "host"] = "host"
+    """``off``: no network but the relays; ``isolated-outbound``: own namespace, outbound only,
+    no host loopback; ``host``: the host's network (local sandbox)."""
     warnings: list[str] = field(default_factory=list)
 
 

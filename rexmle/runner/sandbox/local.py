@@ -1,27 +1,32 @@
 """The ``local`` sandbox: a subprocess in its own session, killed with all its children at the limit.
 
-The command starts in a new session (its own process group) with a random job token in its
-environment (``SANDBOX_JOB_TOKEN``). At the limit, or when the command ends while children it
-started still run, every process of that session and process group, every descendant found in
-``/proc``, and every process whose environment carries the token (a double-forked daemon in a
-session of its own, reparented to init) gets SIGTERM, then SIGKILL after a grace period. A
-process that scrubs its environment and double-forks can still escape: only the bwrap sandbox
-(a PID namespace that dies with it) closes that. An optional
-memory limit is set with RLIMIT_AS by :mod:`rexmle.runner.sandbox.shim` just before the exec.
-This sandbox does not isolate the filesystem or the network.
+The command starts under the shim (:mod:`rexmle.runner.sandbox.shim`) in a new session with a
+random job token in its environment (``SANDBOX_JOB_TOKEN``). The shim is a child subreaper that
+dies with the harness (PR_SET_PDEATHSIG) and kills whatever the command left behind, even a
+double-forked daemon that scrubbed its environment, when the command ends or the harness goes
+away. At the limit every process of the session and process group, every descendant found in
+``/proc`` and every process carrying the token gets SIGTERM, then SIGKILL after a grace period.
+Stdout and stderr are copied into the logs up to a cap. An optional memory limit is RLIMIT_AS.
+This sandbox does NOT isolate the filesystem, the network, or the harness from the agent (same
+uid: the agent may kill the shim and then outlive the run); every run records that warning.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
+from collections.abc import Callable
+from typing import IO, cast
 
 from rexmle.runner.sandbox import Relay, Sandbox, SandboxInfo, SandboxRequest, SandboxResult
+from rexmle.runner.sandbox.shim import process_table
 
 POLL_S = 0.1
 
@@ -31,34 +36,27 @@ def shim_argv(
     *,
     memory_limit_mb: int | None = None,
     relays: tuple[Relay, ...] = (),
+    uid: int | None = None,
+    max_processes: int | None = None,
+    wait_network: bool = False,
+    launcher: list[str] | None = None,
 ) -> list[str]:
-    """``argv`` wrapped in the shim that sets RLIMIT_AS and starts the relays (if asked)."""
-    if memory_limit_mb is None and not relays:
-        return list(argv)
-    wrapped = [sys.executable, "-m", "rexmle.runner.sandbox.shim"]
+    """``argv`` wrapped in the shim: limits, relays, private uid, death with the harness.
+
+    ``launcher`` starts the shim (default: this interpreter, ``-m rexmle.runner.sandbox.shim``).
+    """
+    wrapped = list(launcher or [sys.executable, "-m", "rexmle.runner.sandbox.shim"])
     if memory_limit_mb is not None:
         wrapped += ["--memory-limit-mb", str(memory_limit_mb)]
     for relay in relays:
         wrapped += ["--relay", f"{relay.port}={relay.socket}"]
+    if uid is not None:
+        wrapped += ["--uid", str(uid), "--gid", str(uid)]
+    if max_processes is not None:
+        wrapped += ["--max-processes", str(max_processes)]
+    if wait_network:
+        wrapped.append("--wait-network")
     return [*wrapped, "--", *argv]
-
-
-def _process_table() -> dict[int, tuple[int, int, int]]:
-    """pid -> (ppid, pgid, sid) of every live (non-zombie) process in /proc."""
-    table: dict[int, tuple[int, int, int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", encoding="utf-8", errors="replace") as handle:
-                stat = handle.read()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(")") + 2 :].split()
-        if len(fields) < 4 or fields[0] in ("Z", "X"):
-            continue
-        table[int(entry)] = (int(fields[1]), int(fields[2]), int(fields[3]))
-    return table
 
 
 TOKEN_VARIABLE = "SANDBOX_JOB_TOKEN"
@@ -75,7 +73,7 @@ def _carries_token(pid: int, token: bytes) -> bool:
 def process_tree(leader: int, token: str | None = None) -> set[int]:
     """Live processes of ``leader``'s session or process group, all their descendants, and every
     process whose environment holds ``SANDBOX_JOB_TOKEN=<token>``."""
-    table = _process_table()
+    table = process_table()
     found = {pid for pid, (_, pgid, sid) in table.items() if leader in (pgid, sid)}
     if token is not None:
         marker = f"{TOKEN_VARIABLE}={token}".encode()
@@ -137,12 +135,45 @@ def kill_tree(process: subprocess.Popen[bytes], *, grace_s: float, token: str | 
     return alive_at_start
 
 
-def run_process_group(request: SandboxRequest, argv: list[str]) -> SandboxResult:
-    """Start ``argv`` in a new session and enforce the request's time limit and cancel event."""
+LOG_CAP_NOTE = "\n[rexmle] log cap of {cap} bytes reached: further output is dropped\n"
+
+
+def _copy_capped(source: IO[bytes], target: IO[bytes], cap_bytes: int) -> None:
+    """Copy ``source`` to ``target`` until ``cap_bytes``, then say so once and drain the rest."""
+    written = 0
+    capped = False
+    while chunk := source.read1(1 << 16):
+        if capped:
+            continue
+        room = cap_bytes - written
+        target.write(chunk[:room])
+        written += min(room, len(chunk))
+        if len(chunk) > room:
+            target.write(LOG_CAP_NOTE.format(cap=cap_bytes).encode())
+            capped = True
+        target.flush()
+
+
+def run_process_group(
+    request: SandboxRequest,
+    argv: list[str],
+    *,
+    env: dict[str, str] | None = None,
+    pass_fds: tuple[int, ...] = (),
+    on_start: Callable[[], None] | None = None,
+) -> SandboxResult:
+    """Start ``argv`` in a new session and enforce the request's time limit and cancel event.
+
+    The agent's stdout and stderr come through pipes: the harness copies each into its log
+    file up to ``request.limits.log_bytes``, then writes one line saying the cap was reached
+    and drops the rest. ``on_start`` runs right after the process started (bwrap: attach the
+    network).
+    """
     request.stdout_path.parent.mkdir(parents=True, exist_ok=True)
     token = uuid.uuid4().hex
-    env = {**request.env, TOKEN_VARIABLE: token}
+    env = {**(request.env if env is None else env), TOKEN_VARIABLE: token}
     started = time.monotonic()
+    cap = request.limits.log_bytes
     with open(request.stdout_path, "ab") as out, open(request.stderr_path, "ab") as err:
         try:
             process = subprocess.Popen(
@@ -150,9 +181,11 @@ def run_process_group(request: SandboxRequest, argv: list[str]) -> SandboxResult
                 cwd=request.workspace,
                 env=env,
                 stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=err,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
                 start_new_session=True,
+                pass_fds=pass_fds,
+                umask=0o022,  # folders bwrap creates for mount points must be traversable
             )
         except OSError as error:
             return SandboxResult(
@@ -162,6 +195,15 @@ def run_process_group(request: SandboxRequest, argv: list[str]) -> SandboxResult
                 seconds=time.monotonic() - started,
                 error=f"cannot start {argv[0]!r}: {error}",
             )
+        pipes = (cast(IO[bytes], process.stdout), cast(IO[bytes], process.stderr))
+        copiers = [
+            threading.Thread(target=_copy_capped, args=(stream, log, cap), daemon=True)
+            for stream, log in zip(pipes, (out, err), strict=True)
+        ]
+        for copier in copiers:
+            copier.start()
+        if on_start is not None:
+            on_start()
         deadline = started + request.time_limit_s
         timed_out = cancelled = False
         while True:
@@ -177,11 +219,14 @@ def run_process_group(request: SandboxRequest, argv: list[str]) -> SandboxResult
                 cancelled = True
                 break
         seconds = time.monotonic() - started
+        killed = kill_tree(process, grace_s=request.kill_grace_s, token=token)
+        for copier in copiers:
+            copier.join(timeout=10)
         if timed_out or cancelled:
             note = "time limit reached" if timed_out else "run cancelled"
-            err.write(f"\n[rexmle] {note} after {seconds:.1f} s: killing the agent\n".encode())
-            err.flush()
-        killed = kill_tree(process, grace_s=request.kill_grace_s, token=token)
+            err.write(f"\n[rexmle] {note} after {seconds:.1f} s: killed the agent\n".encode())
+        for stream in pipes:
+            stream.close()
     return SandboxResult(
         exit_code=process.returncode,
         timed_out=timed_out,
@@ -200,13 +245,31 @@ class LocalSandbox(Sandbox):
         self.warnings = list(warnings or [])
 
     def info(self, *, network: bool) -> SandboxInfo:
-        """Never isolated; the network is always the host's."""
-        notes = [*self.warnings]
+        """Never isolated; the network is always the host's. Always warned, chosen or not."""
+        notes = [*self.warnings] or [LOCAL_WARNING]
         if not network:
             notes.append("the agent asked for no network, but the local sandbox cannot cut it")
-        return SandboxInfo(kind="local", isolated=False, network_isolated=False, warnings=notes)
+        return SandboxInfo(
+            kind="local", isolated=False, network_isolated=False, network="host", warnings=notes
+        )
 
     def run(self, request: SandboxRequest) -> SandboxResult:
         """Run the command as a plain subprocess (the relay is not needed: same network)."""
+        program = request.argv[0] if request.argv else ""
+        if shutil.which(program, path=request.env.get("PATH", os.defpath)) is None:
+            return SandboxResult(
+                exit_code=None,
+                timed_out=False,
+                cancelled=False,
+                seconds=0.0,
+                error=f"cannot start {program!r}: not found or not executable",
+            )
         argv = shim_argv(request.argv, memory_limit_mb=request.memory_limit_mb)
         return run_process_group(request, argv)
+
+
+LOCAL_WARNING = (
+    "the local sandbox does NOT isolate the agent: it runs as the harness user, can read the "
+    "data root (private/ answers included), other runs and the host's network and services; "
+    "only the time limit, the memory limit and the kill of its processes hold"
+)

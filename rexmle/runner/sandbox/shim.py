@@ -1,28 +1,37 @@
 """Start an agent command with limits: ``python -m rexmle.runner.sandbox.shim [opts] -- CMD...``.
 
 Options:
-    --memory-limit-mb N   set RLIMIT_AS (address space) to N MiB before the command starts.
+    --memory-limit-mb N   RLIMIT_AS (address space) of the command, in MiB.
     --relay P=S           listen on 127.0.0.1:P and forward each connection to the unix socket
                           S; repeatable, one per service. Inside a sandbox without network this
                           makes the validation server and the LLM gateway reachable at the
                           same URLs as outside.
+    --uid U --gid G       run the command under this uid and gid (no supplementary groups).
+    --max-processes N     RLIMIT_NPROC of the command (processes and threads of its uid).
+    --wait-network        start the command once a default route exists (at most 15 s): the
+                          outbound network is attached from outside after the sandbox starts.
 
-Without a relay the shim replaces itself with the command (exec). With one it stays the parent,
-forwards SIGTERM/SIGINT to the command and exits with the command's status. Imports only the
-standard library, so it starts fast.
+The shim stays the command's parent: it is not dumpable (PR_SET_DUMPABLE 0: the command cannot
+ptrace it), a child subreaper (orphans of the command are re-parented to it, not to init), and
+it gets SIGTERM when its own parent dies (PR_SET_PDEATHSIG). The command gets SIGKILL when the
+shim dies. When the command ends, every process it left behind is killed; when the harness is
+gone, everything is. SIGTERM/SIGINT are forwarded to the command, and the shim exits with its
+status (128 + N for signal N). Imports only the standard library and runs as a plain file too
+(bwrap mounts only this file), so it starts fast.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import ctypes
 import os
 import resource
 import signal
 import socket
-import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 CHUNK_BYTES = 1 << 16
@@ -110,6 +119,104 @@ def start_unix_bridge(socket_path: Path, port: int) -> socket.socket:
     return listener
 
 
+PR_SET_PDEATHSIG = 1
+PR_SET_DUMPABLE = 4
+PR_SET_CHILD_SUBREAPER = 36
+NETWORK_WAIT_S = 15.0
+
+
+def _prctl(option: int, value: int) -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(option, value, 0, 0, 0) != 0:
+        error = ctypes.get_errno()
+        raise OSError(error, f"prctl({option}, {value}): {os.strerror(error)}")
+
+
+def process_table() -> dict[int, tuple[int, int, int]]:
+    """pid -> (ppid, pgid, sid) of every live (non-zombie) process in /proc."""
+    table: dict[int, tuple[int, int, int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="utf-8", errors="replace") as handle:
+                stat = handle.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2 :].split()
+        if len(fields) < 4 or fields[0] in ("Z", "X"):
+            continue
+        table[int(entry)] = (int(fields[1]), int(fields[2]), int(fields[3]))
+    return table
+
+
+def _descendants(root_pid: int) -> list[int]:
+    """Live descendants of ``root_pid``."""
+    children: dict[int, list[int]] = {}
+    for pid, (ppid, _, _) in process_table().items():
+        children.setdefault(ppid, []).append(pid)
+    found: list[int] = []
+    stack = [root_pid]
+    while stack:
+        for child in children.get(stack.pop(), []):
+            found.append(child)
+            stack.append(child)
+    return found
+
+
+def _kill_descendants() -> None:
+    """SIGKILL every descendant and reap them, again until none is left (a process killed
+    between two listings may have forked; its children are then re-parented to us)."""
+    while True:
+        for pid in _descendants(os.getpid()):
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        try:
+            while os.waitpid(-1, os.WNOHANG)[0] != 0:
+                pass
+        except ChildProcessError:
+            return
+        time.sleep(0.02)
+
+
+def _has_default_route() -> bool:
+    try:
+        with open("/proc/net/route", encoding="ascii") as handle:
+            return any(line.split()[1:2] == ["00000000"] for line in handle.readlines()[1:])
+    except OSError:
+        return False
+
+
+def _start_child(command: list[str], options: argparse.Namespace) -> tuple[int, int]:
+    """Fork the agent; it waits on a pipe until the shim says go. Returns (pid, go fd)."""
+    ready_read, ready_write = os.pipe()
+    pid = os.fork()
+    if pid != 0:
+        os.close(ready_read)
+        return pid, ready_write
+    try:
+        os.close(ready_write)
+        if options.max_processes is not None:
+            limit = options.max_processes
+            resource.setrlimit(resource.RLIMIT_NPROC, (limit, limit))
+        if options.memory_limit_mb is not None:
+            limit = options.memory_limit_mb * 1024 * 1024
+            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        if options.uid is not None:
+            os.setgroups([])
+            os.setgid(options.gid if options.gid is not None else options.uid)
+            os.setuid(options.uid)
+        # set after the uid change (a credential change clears it): the agent dies with the shim
+        _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.read(ready_read, 1) != b"1":
+            os._exit(126)
+        os.close(ready_read)
+        os.execvp(command[0], command)
+    except OSError as error:
+        sys.stderr.write(f"shim: cannot start {command[0]!r}: {error}\n")
+    os._exit(127)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point (see the module docstring)."""
     args = list(sys.argv[1:] if argv is None else argv)
@@ -120,30 +227,52 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="rexmle.runner.sandbox.shim")
     parser.add_argument("--memory-limit-mb", type=int, default=None)
     parser.add_argument("--relay", type=parse_relay, action="append", default=[])
+    parser.add_argument("--uid", type=int, default=None)
+    parser.add_argument("--gid", type=int, default=None)
+    parser.add_argument("--max-processes", type=int, default=None)
+    parser.add_argument("--wait-network", action="store_true")
     options = parser.parse_args(args[:split])
     command = args[split + 1 :]
     if not command:
         sys.stderr.write("shim: no command after --\n")
         return 2
-    if options.memory_limit_mb is not None:
-        limit = options.memory_limit_mb * 1024 * 1024
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    if not options.relay:
-        os.execvp(command[0], command)
     ports = [port for port, _ in options.relay]
     if len(set(ports)) != len(ports):
         sys.stderr.write(f"shim: two relays on the same port: {sorted(ports)}\n")
         return 2
+    parent = os.getppid()
+    _prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    _prctl(PR_SET_DUMPABLE, 0)  # the agent can neither ptrace nor read the shim's memory
+    _prctl(PR_SET_CHILD_SUBREAPER, 1)  # orphans of the agent stay below the shim
+    child, go = _start_child(command, options)
+
+    def on_signal(signum: int, _frame: object) -> None:
+        if os.getppid() != parent:  # the harness is gone: nothing may outlive it
+            _kill_descendants()
+            os._exit(128 + signum)
+        with contextlib.suppress(OSError):
+            os.kill(child, signum)
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    if os.getppid() != parent:
+        on_signal(signal.SIGTERM, None)
     for port, socket_path in options.relay:
         start_relay(port, socket_path)
-    child = subprocess.Popen(command)
-
-    def forward(signum: int, _frame: object) -> None:
-        child.send_signal(signum)
-
-    signal.signal(signal.SIGTERM, forward)
-    signal.signal(signal.SIGINT, forward)
-    code = child.wait()
+    if options.wait_network:
+        deadline = time.monotonic() + NETWORK_WAIT_S
+        while not _has_default_route() and time.monotonic() < deadline:
+            time.sleep(0.05)
+    with contextlib.suppress(BrokenPipeError):  # the child failed before its exec
+        os.write(go, b"1")
+    os.close(go)
+    code = 0
+    while True:  # reap every orphan handed to us until the agent itself ends
+        pid, status = os.waitpid(-1, 0)
+        if pid == child:
+            code = os.waitstatus_to_exitcode(status)
+            break
+    _kill_descendants()  # daemons the agent left behind end with it
     return code if code >= 0 else 128 - code
 
 

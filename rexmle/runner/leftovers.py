@@ -1,0 +1,78 @@
+"""Folders a killed harness leaves behind, claimed while in use and removed on the next start.
+
+Each run's validation socket folder (``$TMPDIR/rexmle-v-*``) holds ``.owner``, locked with
+``flock`` by the process using it for as long as it does. :func:`remove_stale_socket_dirs`
+removes the ones whose lock nobody holds (their owner died), never one still in use.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+SOCKET_DIR_PREFIX = "rexmle-v-"
+OWNER_LOCK = ".owner"
+UNCLAIMED_GRACE_S = 600.0
+"""A socket folder without ``.owner`` is left alone this long (it may be being created)."""
+
+
+class SocketDir:
+    """A fresh private socket folder, claimed (locked) until :meth:`release`."""
+
+    def __init__(self) -> None:
+        self.path = Path(tempfile.mkdtemp(prefix=SOCKET_DIR_PREFIX))
+        self._fd = os.open(
+            self.path / OWNER_LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600
+        )
+        fcntl.flock(self._fd, fcntl.LOCK_EX)
+
+    def release(self) -> None:
+        """Remove the folder, then drop the claim."""
+        shutil.rmtree(self.path, ignore_errors=True)
+        os.close(self._fd)
+
+
+def _is_stale(folder: Path, now: float) -> bool:
+    try:
+        descriptor = os.open(folder / OWNER_LOCK, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return now - folder.lstat().st_mtime > UNCLAIMED_GRACE_S
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    finally:
+        os.close(descriptor)
+    return True
+
+
+def remove_stale_socket_dirs(temp_dir: Path | None = None) -> list[Path]:
+    """Remove this user's socket folders whose owner is gone; returns what was removed."""
+    root = Path(temp_dir or tempfile.gettempdir())
+    removed: list[Path] = []
+    now = time.time()
+    for folder in sorted(root.glob(f"{SOCKET_DIR_PREFIX}*")):
+        with contextlib.suppress(OSError):
+            info = folder.lstat()
+            if not folder.is_dir() or folder.is_symlink() or info.st_uid != os.geteuid():
+                continue
+            if _is_stale(folder, now):
+                shutil.rmtree(folder)
+                removed.append(folder)
+    return removed
+
+
+def pid_is_alive(pid: int) -> bool:
+    """Whether a process with this pid exists (it may belong to another user)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
