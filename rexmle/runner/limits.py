@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
             return EXIT_PARENT_GONE
         if args.memory is not None:
             resource.setrlimit(resource.RLIMIT_AS, (args.memory, args.memory))
-    except (OSError, ValueError) as err:
+    except (OSError, ValueError, AttributeError) as err:  # AttributeError: a libc without prctl
         sys.stderr.write(f"rexmle.runner.limits: {err}\n")
         return EXIT_SETUP_FAILED
     try:

@@ -300,7 +300,7 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             content_type = self.headers.get("Content-Type", "")
             if content_type.lower().startswith("multipart/form-data"):
-                self._reply(*self.owner.check_multipart(upload.read_bytes(), content_type))
+                self._reply(*self.owner.check_multipart(upload, content_type))
                 return
             self._reply(*self.owner.check(upload))
 
@@ -361,9 +361,13 @@ class ValidationServer:
         """The unix socket (when ``socket_dir`` was given)."""
         return None if self.socket_dir is None else self.socket_dir / SOCKET_NAME
 
-    def check(self, payload: bytes | Path) -> tuple[int, dict[str, object]]:
+    def check(
+        self, payload: bytes | Path, *, multipart: str | None = None
+    ) -> tuple[int, dict[str, object]]:
         """Unpack and validate one upload (its bytes or the file holding them) in a child process
-        under ``memory_bytes``; returns (HTTP status, JSON body). Never a score."""
+        under ``memory_bytes``; returns (HTTP status, JSON body). Never a score.
+
+        ``multipart``: the Content-Type of a multipart upload (converted in the child)."""
         with self._check_lock:
             self.n_requests += 1
             with tempfile.TemporaryDirectory(prefix="rexmle-check-") as scratch:
@@ -372,14 +376,18 @@ class ValidationServer:
                     archive.write_bytes(payload)
                 unpacked = Path(scratch) / "unpacked"
                 unpacked.mkdir()
-                return self._run_check(archive, unpacked)
+                return self._run_check(archive, unpacked, multipart=multipart)
 
-    def _run_check(self, archive: Path, unpacked: Path) -> tuple[int, dict[str, object]]:
+    def _run_check(
+        self, archive: Path, unpacked: Path, *, multipart: str | None
+    ) -> tuple[int, dict[str, object]]:
         argv = [sys.executable, "-m", "rexmle.runner.validation_check", self.task_id,
                 str(archive), str(unpacked), "--workers", str(self.workers),
                 "--max-unpacked-bytes", str(self.max_unpacked_bytes)]  # fmt: skip
         if self.data_dir is not None:
             argv += ["--data-dir", str(self.data_dir)]
+        if multipart is not None:
+            argv += ["--multipart", multipart]
         try:
             done = subprocess.run(
                 limited_argv(argv, memory_bytes=self.memory_bytes),
@@ -402,24 +410,16 @@ class ValidationServer:
         answer = json.loads(lines[-1])
         return int(answer["status"]), answer["body"]
 
-    def check_multipart(self, body: bytes, content_type: str) -> tuple[int, dict[str, object]]:
+    def check_multipart(
+        self, body: bytes | Path, content_type: str
+    ) -> tuple[int, dict[str, object]]:
         """ML-Master's upload (see :mod:`rexmle.runner.multipart_upload`), answered in its form.
 
         The answer adds ``is_valid`` and ``result`` (``"valid"`` or the reasons, one a line) to
-        the usual keys; an unreadable upload also gets ``details``. Never a score.
+        the usual keys; an unreadable upload also gets ``details``. Never a score. The body is
+        turned into a tar in the check's child process, under its memory limit.
         """
-        from rexmle.runner.multipart_upload import multipart_to_tar
-
-        try:
-            payload = multipart_to_tar(body, content_type)
-        except UploadError as err:
-            return 400, {
-                "error": str(err),
-                "details": str(err),
-                "valid": False,
-                "reasons": [str(err)],
-            }
-        status, answer = self.check(payload)
+        status, answer = self.check(body, multipart=content_type)
         if status == 200:
             reasons = [str(r) for r in answer["reasons"]]  # type: ignore[attr-defined]
             answer["is_valid"] = answer["valid"]

@@ -40,8 +40,11 @@ def _deflate(n_bytes: int, *, wbits: int, row: bytes | None = None, rows: int = 
     return b"".join(parts)
 
 
-def write_nifti_gz(path: Path, shape: tuple[int, ...] = SHAPE_3D) -> Path:
-    """A ``.nii.gz`` whose header declares ``shape`` uint8."""
+def write_nifti_gz(
+    path: Path, shape: tuple[int, ...] = SHAPE_3D, *, data_bytes: int | None = None
+) -> Path:
+    """A ``.nii.gz`` whose header declares ``shape`` uint8, followed by ``data_bytes`` zeros
+    (default: exactly the declared size)."""
     import nibabel as nib
 
     header = nib.Nifti1Header()
@@ -53,7 +56,7 @@ def write_nifti_gz(path: Path, shape: tuple[int, ...] = SHAPE_3D) -> Path:
     packer = zlib.compressobj(1, zlib.DEFLATED, 31)
     parts = [packer.compress(header.binaryblock + bytes(4))]
     zeros = bytes(_CHUNK)
-    total = math.prod(shape)
+    total = math.prod(shape) if data_bytes is None else data_bytes
     for start in range(0, total, _CHUNK):
         parts.append(packer.compress(zeros[: min(_CHUNK, total - start)]))
     parts.append(packer.flush())
@@ -61,9 +64,12 @@ def write_nifti_gz(path: Path, shape: tuple[int, ...] = SHAPE_3D) -> Path:
     return path
 
 
-def write_mha(path: Path, shape: tuple[int, ...] = SHAPE_3D) -> Path:
-    """A compressed MetaImage (``.mha``) whose header declares ``shape`` (x y z) uint8."""
-    data = _deflate(math.prod(shape), wbits=15)
+def write_mha(
+    path: Path, shape: tuple[int, ...] = SHAPE_3D, *, data_bytes: int | None = None
+) -> Path:
+    """A compressed MetaImage (``.mha``) whose header declares ``shape`` (x y z) uint8, with
+    ``data_bytes`` zeros compressed behind it (default: exactly the declared size)."""
+    data = _deflate(math.prod(shape) if data_bytes is None else data_bytes, wbits=15)
     header = (
         "ObjectType = Image\nNDims = 3\nBinaryData = True\nBinaryDataByteOrderMSB = False\n"
         f"CompressedData = True\nCompressedDataSize = {len(data)}\n"

@@ -50,3 +50,21 @@ def test_header_is_read_without_decoding(suffix, tmp_path):
     assert geometry.shape in ((1024, 1024, 512), (16384, 32768))
     with pytest.raises(ImageTooLarge, match=r"536870912 values, more than the 1000 allowed"):
         read_image(path, max_pixels=1000)
+
+
+READ_ONE = (
+    "import sys\n"
+    "from pathlib import Path\n"
+    "from rexmle.io import read_image\n"
+    "print(read_image(Path(sys.argv[1]), max_pixels=10**6).array.shape)\n"
+)
+
+
+@pytest.mark.parametrize("suffix", [".nii.gz", ".mha"])
+def test_decoders_stop_at_the_declared_size(suffix, tmp_path):
+    """A small declared shape in front of 512 MiB of compressed zeros: only the declared bytes
+    are inflated (nibabel reads the header's byte count, ITK inflates into the header's buffer)."""
+    path = WRITERS[suffix](tmp_path / f"trailing{suffix}", (64, 64, 32), data_bytes=512 << 20)
+    code, peak, stderr = peak_rss_mib([sys.executable, "-c", READ_ONE, str(path)])
+    assert code == 0, stderr
+    assert peak < PEAK_LIMIT_MIB, f"peak RSS {peak:.0f} MiB"
