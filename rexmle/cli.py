@@ -297,7 +297,19 @@ def grade(
             err.print(f"  - {reason}", highlight=False)
         raise typer.Exit(1)
     _print_ranking(task, report.metrics, report.ranking.model_dump())
+    _warn_if_mini(task, data_dir)
     out.print(f"graded in {report.seconds:.2f} s")
+
+
+def _warn_if_mini(task: str, data_dir: Path | None) -> None:
+    """Say so when the grade was against the synthetic mini data (ranked on real leaderboards)."""
+    from rexmle.grading.grader import task_dirs
+    from rexmle.preparation import read_prepared
+    from rexmle.report.render import MINI_BANNER
+
+    prepared = read_prepared(task_dirs(task, data_dir))
+    if prepared is not None and prepared.get("mini"):
+        err.print(f"[bold yellow]{MINI_BANNER.format(n=1)}[/]", highlight=False)
 
 
 def _print_ranking(task: str, metrics: dict[str, float], ranking: dict[str, object]) -> None:

@@ -49,3 +49,11 @@ def test_piped_tables_are_not_cut_to_80_columns(tmp_path) -> None:
     for spec in all_tasks().values():
         row = next(line for line in lines if f" {spec.id} " in line)
         assert spec.modality in row  # the whole cell, on the task's own line
+
+
+def test_grading_on_mini_data_says_so(prepared_mini) -> None:
+    dirs = prepared_mini("isles22")
+    done = _rexmle("grade", "isles22", str(dirs.gold), "--data-dir", str(dirs.root.parent),
+                   "--workers", "1")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "MINI DATA" in done.stderr and "REAL human leaderboards" in done.stderr

@@ -74,3 +74,21 @@ def test_an_invalid_grade_writes_nothing(prepared_mini, tmp_path: Path) -> None:
     (folder / "grade.json").write_text(json.dumps({"valid": False, "reasons": ["x"]}))
     assert write_overlays("dentex", dirs.gold, dirs.gold, folder) == []
     assert not (folder / OVERLAY_DIR).exists()
+
+
+def test_run_pages_of_odd_agent_names_are_linked_and_escaped(tmp_path: Path) -> None:
+    from rexmle.report import collect_runs
+    from rexmle.report import write_report as write_site
+
+    folder = tmp_path / "runs" / "g" / "isles22" / "a b#<i>" / "seed-0"
+    folder.mkdir(parents=True)
+    (folder / "run.json").write_text(
+        json.dumps({"status": "agent_error", "config": {"mini": True}})
+    )
+    site = tmp_path / "site"
+    write_site(collect_runs(tmp_path / "runs"), html_path=site)
+    page = site / "runs" / "g" / "isles22" / "a b#<i>" / "seed-0.html"
+    assert page.is_file()
+    index = (site / "index.html").read_text()
+    assert "href='runs/g/isles22/a%20b%23%3Ci%3E/seed-0.html'" in index
+    assert "<i>" not in index.replace("&lt;i&gt;", "")

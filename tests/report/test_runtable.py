@@ -233,3 +233,34 @@ def test_llm_totals_are_read_when_present(tmp_path: Path) -> None:
     assert math.isnan(frame.loc[1, "llm_total_tokens"])  # no gateway: n/a, not 0
     _, per_agent = seed_statistics(frame, n_bootstrap=10)
     assert per_agent.loc[0, "llm_tokens"] == 1500.0 and per_agent.loc[0, "llm_cost_usd"] == 0.75
+
+
+def test_conditions_of_one_group_get_their_own_tables(tmp_path: Path) -> None:
+    root = tmp_path / "runs"
+    grade = _valid("dice", 0.5, 0.4)
+    _run(root, "g", "isles22", "A", 0, "completed", grade=grade, condition="gpt-5")
+    _run(
+        root,
+        "g",
+        "dentex",
+        "A",
+        0,
+        "completed",
+        grade=_valid("ap_mean", 0.1, 0.2),
+        condition="gpt-5",
+    )
+    _run(
+        root,
+        "g",
+        "isles22",
+        "A",
+        1,
+        "completed",
+        grade=_valid("dice", 0.7, 0.8),
+        condition="claude",
+    )
+    tables = dict(leaderboard_tables(collect_runs(root)))
+    assert set(tables) == {("g", "gpt-5", "mini"), ("g", "claude", "mini")}
+    # gpt-5: (0.4 + 0.2) / 2 = 30 %; claude: its one task, 80 %
+    assert tables[("g", "gpt-5", "mini")].iloc[-1]["A rank"] == "30.00%"
+    assert tables[("g", "claude", "mini")].iloc[-1]["A rank"] == "80.00%"
