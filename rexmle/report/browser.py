@@ -3,10 +3,10 @@
 ``OUT/index.html`` is the report page with links to the run pages
 ``OUT/runs/<group>/<task>/<agent>/seed-<k>.html``: summary, status timeline, the LLM usage and
 trajectory when the gateway or the agent's adapter recorded them (``llm_usage.jsonl``,
-``agent_output/*.jsonl``), validation requests, per-case scores, overlays (embedded PNG), the
-agent's best code and its stdout/stderr (each capped at ``LOG_CAP_BYTES``, the tail kept, with a
-line filter). ``OUT/plots/`` holds every plot as an SVG file for papers. Pages load nothing from
-the network: styles, scripts and images are inline.
+``llm_trajectory.jsonl``, ``agent_output/*.jsonl``), validation requests, per-case scores,
+overlays (embedded PNG), the agent's best code and its stdout/stderr (each capped at
+``LOG_CAP_BYTES``, the tail kept, with a line filter). ``OUT/plots/`` holds every plot as an SVG
+file for papers. Pages load nothing from the network: styles, scripts and images are inline.
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ CODE_CAP_BYTES = 64 * 1024
 MAX_CASE_ROWS = 1000
 MAX_JSONL_ROWS = 500
 MAX_JSONL_COLUMNS = 24
+TRAJECTORY_ENTRY_CHARS = 4000
 MAX_LISTED_FILES = 200
 AGENT_OUTPUT = "agent_output"
 """What an llm agent's adapter collected (journal, best solution, logs), moved into the run folder."""
@@ -158,13 +159,61 @@ def _jsonl_table(path: Path) -> str:
     return _html_table(pd.DataFrame(rows))
 
 
+def _message_text(message: object) -> str:
+    if isinstance(message, dict):
+        role = str(message.get("role", "?"))
+        content = message.get("content")
+        text = content if isinstance(content, str) else json.dumps(content, default=str)
+        return f"[{role}] {text}"
+    return json.dumps(message, default=str)
+
+
+def trajectory_html(path: Path) -> str:
+    """The gateway's trajectory (``llm_trajectory.jsonl``): one collapsed entry per call with its
+    last request messages and the response, each entry capped at TRAJECTORY_ENTRY_CHARS."""
+    text, size = read_tail(path, LOG_CAP_BYTES)
+    if not size:
+        return ""
+    entries = []
+    lines = text.splitlines()[-MAX_JSONL_ROWS:]
+    for number, line in enumerate(lines, start=1):
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError:
+            continue  # the first line of a tail may be cut
+        if not isinstance(item, dict):
+            continue
+        request = item.get("request") if isinstance(item.get("request"), dict) else {}
+        messages = request.get("messages") if isinstance(request.get("messages"), list) else []
+        body = "\n\n".join(_message_text(m) for m in messages[-3:])
+        response = item.get("response")
+        body += "\n\n=> " + (
+            response if isinstance(response, str) else json.dumps(response, default=str)
+        )
+        if item.get("error"):
+            body += f"\n\nerror: {item['error']}"
+        if item.get("note"):
+            body = str(item["note"])
+        head = " · ".join(str(item.get(k, "")) for k in ("time", "alias", "status") if item.get(k))
+        entries.append(
+            f"<details><summary>#{number} {html.escape(head or 'entry')}</summary>"
+            f"<pre class='log'>{html.escape(body[:TRAJECTORY_ENTRY_CHARS])}</pre></details>"
+        )
+    shown = (
+        f"last {LOG_CAP_BYTES // 1024} KiB of {size / 1024:.0f} KiB" if size > LOG_CAP_BYTES else ""
+    )
+    return f"<h3>Trajectory ({len(entries)} calls{', ' + shown if shown else ''})</h3>" + "".join(
+        entries
+    )
+
+
 def _llm_section(result: RunResult) -> str:
     parts = ["<h2>LLM usage and trajectory</h2>"]
     if result.llm:
         totals = pd.DataFrame([{k: v for k, v in result.llm.items() if not isinstance(v, dict)}])
         parts.append(_html_table(totals))
     found = False
-    logs = [result.path / "llm_usage.jsonl", result.path / "trajectory.jsonl"]
+    logs = [result.path / "llm_usage.jsonl"]
     output = result.path / AGENT_OUTPUT
     if output.is_dir() and not output.is_symlink():
         logs += sorted(output.glob("*.jsonl"))[:10]
@@ -174,6 +223,10 @@ def _llm_section(result: RunResult) -> str:
         if table:
             found = True
             parts.append(f"<h3>{html.escape(name)}</h3>{table}")
+    trajectory = trajectory_html(result.path / "llm_trajectory.jsonl")
+    if trajectory:
+        found = True
+        parts.append(trajectory)
     if not result.llm and not found:
         parts.append("<p><em>no LLM usage recorded for this run</em></p>")
     if output.is_dir() and not output.is_symlink():

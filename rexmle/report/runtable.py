@@ -83,7 +83,12 @@ def _llm_tokens(llm: dict[str, object]) -> float:
     total = _llm_number(llm, "total_tokens", "tokens")
     if not np.isnan(total):
         return total
-    for pair in (("input_tokens", "output_tokens"), ("prompt_tokens", "completion_tokens")):
+    pairs = (
+        ("tokens_in", "tokens_out"),
+        ("input_tokens", "output_tokens"),
+        ("prompt_tokens", "completion_tokens"),
+    )
+    for pair in pairs:
         parts = [_llm_number(llm, key) for key in pair]
         if not any(np.isnan(p) for p in parts):
             return float(sum(parts))

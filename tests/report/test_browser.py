@@ -56,6 +56,11 @@ def browser_dir(prepared_mini, tmp_path_factory) -> Path:
     (oracle / "llm_usage.jsonl").write_text(
         json.dumps({"model": "gw/gpt-5", "prompt_tokens": 1200, "completion_tokens": 300}) + "\n"
     )
+    (oracle / "llm_trajectory.jsonl").write_text(
+        json.dumps({"time": "2026-12-01T10:00:05", "alias": "gw/gpt-5", "status": "ok",
+                    "request": {"messages": [{"role": "user", "content": "train a U-Net"}]},
+                    "response": "use nnU-Net <b>now</b>"}) + "\n"
+    )  # fmt: skip
     (oracle / "agent_output").mkdir()
     (oracle / "agent_output" / "best_solution.py").write_text("print('the best model')\n")
     (oracle / "agent_output" / "submissions.jsonl").write_text(
@@ -104,6 +109,9 @@ def test_run_page_shows_overlays_logs_and_llm_usage(browser_dir: Path) -> None:
     assert "epoch 49 loss" in visit.text and "gw/gpt-5" in visit.text
     assert "agent_output/best_solution.py" in visit.text and "the best model" in visit.text
     assert "step 4" in visit.text  # the adapter's submissions.jsonl
+    assert "Trajectory (1 calls)" in visit.text and "gw/gpt-5 · ok" in visit.text
+    source = page.read_text()
+    assert "[user] train a U-Net" in source and "use nnU-Net &lt;b&gt;now&lt;/b&gt;" in source
     assert "sub-strokecase0002" in visit.text  # the per-case scores table
     assert visit.images, "no overlay images on the page"
     for image in visit.images:

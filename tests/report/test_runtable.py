@@ -224,7 +224,7 @@ def test_llm_totals_are_read_when_present(tmp_path: Path) -> None:
     root = tmp_path / "runs"
     folder = _run(root, "g", "isles22", "A", 0, "completed", grade=_valid("dice", 0.5, 0.5))
     record = json.loads((folder / "run.json").read_text())
-    record["llm"] = {"input_tokens": 1200, "output_tokens": 300, "cost_usd": 0.75}
+    record["llm"] = {"calls": 3, "tokens_in": 1200, "tokens_out": 300, "cost_usd": 0.75}
     (folder / "run.json").write_text(json.dumps(record))
     _run(root, "g", "isles22", "A", 1, "completed", grade=_valid("dice", 0.5, 0.5))
     frame = run_table(collect_runs(root))
