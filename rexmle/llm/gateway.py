@@ -154,12 +154,26 @@ class RunLink:
     budget_usd: float | None
     max_calls_per_minute: int | None
     stop: threading.Event = field(default_factory=threading.Event)
-    """Set when the gateway stopped the run or the harness cancels: the sandbox's cancel event."""
+    """Set when the gateway stopped the run, the gateway died, or the harness cancels: the
+    sandbox's cancel event."""
+    gateway_failure: str | None = None
+    """Set when the proxy exited during the run (the run is then a harness failure)."""
+    process: subprocess.Popen[bytes] | None = None
+    """The proxy process (checked by :meth:`check_gateway`)."""
 
     @property
     def env(self) -> dict[str, str]:
         """The agent's gateway variables (:func:`gateway_variables`)."""
         return gateway_variables(self.base_url, self.token)
+
+    def check_gateway(self) -> str | None:
+        """Why the gateway is gone (it exited during the run), or None while it serves."""
+        if self.gateway_failure is None and (
+            self.process is None or self.process.poll() is not None
+        ):
+            code = None if self.process is None else self.process.returncode
+            self.gateway_failure = f"the LLM gateway exited (code {code}) during the run"
+        return self.gateway_failure
 
     def stopped_reason(self) -> str | None:
         """Why the gateway stopped the run (budget spent, rate cap), or None."""
@@ -369,6 +383,7 @@ class Gateway:
             stop_path=stop_path,
             budget_usd=limits.budget_usd,
             max_calls_per_minute=limits.max_calls_per_minute,
+            process=self.process,
         )
 
     def unregister(self, link: RunLink) -> None:
@@ -395,6 +410,9 @@ class Gateway:
 
         def watch() -> None:
             while not done.wait(WATCH_INTERVAL_S):
+                if link.check_gateway() is not None:
+                    link.stop.set()
+                    return
                 if link.stop_path.exists() or (cancel is not None and cancel.is_set()):
                     link.stop.set()
                     return

@@ -12,7 +12,8 @@ under its time limit -> copy of ``submission/`` -> grading in a separate process
   (reasons in grade.json).
 - ``completed``: the agent finished and its submission was graded.
 - ``budget_exceeded``: the LLM gateway refused the run's calls (budget spent or rate cap) and
-  the harness stopped the agent; what ``submission/`` held then is graded.
+  the harness stopped the agent; what ``submission/`` held then is graded. A gateway that
+  exits during the run makes it an ``infra_error``.
 - ``cancelled``: the harness was stopped (Ctrl-C, SIGTERM, ``scancel --batch``) while the agent
   ran; not final, the run runs again.
 
@@ -437,6 +438,7 @@ def _execute_locked(
                 )
                 result = options.sandbox.run(request)
                 llm_stop = None if link is None else link.stopped_reason()
+                llm_failure = None if link is None else link.check_gateway()
                 if link is not None:
                     record.llm = link.totals()
             record.validation_requests = server.n_requests
@@ -444,7 +446,7 @@ def _execute_locked(
         timings["agent"] = result.seconds
         record.exit_code = result.exit_code
         record.killed_processes = result.killed_processes
-        if result.cancelled and llm_stop is None:
+        if result.cancelled and llm_stop is None and llm_failure is None:
             record.status = "cancelled"
             record.error = "cancelled: the harness was stopped; this run will run again"
             record.finished_at = _now()
@@ -461,6 +463,8 @@ def _execute_locked(
         status, note = _agent_status(result, config.agent.kind)
         if llm_stop is not None:
             status, note = "budget_exceeded", f"stopped by the LLM gateway: {llm_stop}"
+        if llm_failure is not None:
+            status, note = "infra_error", llm_failure
         has_csv = (job.folder / "submission" / "submission.csv").exists()
         if status != "infra_error" and (status is None or has_csv):
             grade_started = time.perf_counter()

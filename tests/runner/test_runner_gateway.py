@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -14,6 +16,8 @@ import pytest
 from conftest import COPY_SAMPLE, needs_bwrap
 
 from rexmle.agents.registry import load_agent
+from rexmle.llm.config import parse_llm_config
+from rexmle.llm.gateway import Gateway
 from rexmle.llm.standin import Reply
 from rexmle.runner.executor import RunJob, RunOptions, execute_run
 from rexmle.runner.records import RunConfig, read_record, run_dir
@@ -211,3 +215,38 @@ limits: {{budget_usd: 1.0, max_calls_per_minute: 60}}
     gateway_log = (tmp_path / "runs" / "default" / "llm_gateway.log").read_text()
     assert "Uvicorn running" in gateway_log
     assert STANDIN_KEY not in gateway_log
+
+
+def test_a_gateway_that_dies_during_a_run_makes_it_a_harness_failure(
+    llm_standin, upstream, isles22_dirs, tmp_path, monkeypatch
+):
+    upstream.reset(default=Reply(text="first", input_tokens=1, output_tokens=1))
+    monkeypatch.setenv("REXMLE_TEST_STANDIN_KEY", STANDIN_KEY)
+    config = parse_llm_config(
+        f"""
+providers:
+  standin: {{api: openai, base_url: "{llm_standin.base_url}/v1", key_env: REXMLE_TEST_STANDIN_KEY}}
+models:
+  gpt-5: {{provider: standin, upstream: gpt-5, price: {{input: 1, cached_input: 1, output: 1}}}}
+limits: {{budget_usd: 10.0, max_calls_per_minute: 1000}}
+""",
+        "test",
+    )
+    with Gateway(config) as gateway:
+        outcome: dict[str, object] = {}
+        worker = threading.Thread(
+            target=lambda: outcome.update(run=run_with_gateway(gateway, isles22_dirs, tmp_path))
+        )
+        worker.start()
+        logs = list((tmp_path / "runs").glob("**/agent.stdout.log"))
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not (logs and "answer: first" in logs[0].read_text()):
+            time.sleep(0.1)
+            logs = list((tmp_path / "runs").glob("**/agent.stdout.log"))
+        assert gateway.process is not None
+        os.killpg(gateway.process.pid, signal.SIGKILL)
+        worker.join(timeout=120)
+    record, _, seconds = outcome["run"]  # type: ignore[misc]
+    assert record.status == "infra_error"
+    assert "the LLM gateway exited" in (record.error or "")
+    assert seconds < 100
