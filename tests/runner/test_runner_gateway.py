@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -66,6 +68,17 @@ while True:
 """
 
 COMMAND = f"{COPY_SAMPLE} && python - <<'EOF'\n{AGENT}\nEOF\n"
+
+
+def standin_config(base_url: str, key_env: str, *, budget_usd: float, per_minute: int) -> str:
+    """An LLM config with one model, gw/gpt-5 at 1 / 0.5 / 2 USD per 1M, on the stand-in."""
+    return f"""
+providers:
+  standin: {{api: openai, base_url: "{base_url}/v1", key_env: {key_env}}}
+models:
+  gpt-5: {{provider: standin, upstream: gpt-5, price: {{input: 1.0, cached_input: 0.5, output: 2.0}}}}
+limits: {{budget_usd: {budget_usd}, max_calls_per_minute: {per_minute}}}
+"""
 
 
 def run_with_gateway(
@@ -158,17 +171,13 @@ def test_the_provider_key_never_enters_the_sandbox(
     assert os.environ["OPENAI_API_KEY"] == STANDIN_KEY
 
 
-def gateway_processes() -> set[int]:
-    """Pids of running LiteLLM proxies started by a gateway (their config is in rexmle-gw-*)."""
-    found = set()
-    for entry in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as handle:
-                if b"rexmle-gw-" in handle.read():
-                    found.add(int(entry))
-        except OSError:
-            continue
-    return found
+def serves(port: int) -> bool:
+    """Whether something accepts connections on 127.0.0.1:``port``."""
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=2).close()
+    except OSError:
+        return False
+    return True
 
 
 def test_run_command_with_llm_config_meters_a_command_agent_and_stops_the_gateway(
@@ -177,13 +186,7 @@ def test_run_command_with_llm_config_meters_a_command_agent_and_stops_the_gatewa
     upstream.reset(default=Reply(text="from the stand-in", input_tokens=100, output_tokens=10))
     config = tmp_path / "llm.yaml"
     config.write_text(
-        f"""
-providers:
-  standin: {{api: openai, base_url: "{llm_standin.base_url}/v1", key_env: STANDIN_KEY}}
-models:
-  gpt-5: {{provider: standin, upstream: gpt-5, price: {{input: 1.0, cached_input: 0.5, output: 2.0}}}}
-limits: {{budget_usd: 1.0, max_calls_per_minute: 60}}
-"""
+        standin_config(llm_standin.base_url, "STANDIN_KEY", budget_usd=1.0, per_minute=60)
     )
     agent = (
         f'{COPY_SAMPLE} && python -c "import json, os, urllib.request; '
@@ -193,7 +196,6 @@ limits: {{budget_usd: 1.0, max_calls_per_minute: 60}}
         "'Content-Type': 'application/json'}); "
         "print(json.loads(urllib.request.urlopen(r).read())['choices'][0]['message']['content'])\""
     )
-    before = gateway_processes()
     done = subprocess.run(
         [sys.executable, "-m", "rexmle.cli", "run", "--agent", "command", "--agent-cmd", agent,
          "--task", "isles22", "--mini", "--data-dir", str(isles22_dirs.root.parent), "--runs-dir",
@@ -211,7 +213,9 @@ limits: {{budget_usd: 1.0, max_calls_per_minute: 60}}
     folder = Path(record["folder"])
     assert "from the stand-in" in (folder / "agent.stdout.log").read_text()
     assert "LLM gateway on http://127.0.0.1:" in done.stderr
-    assert gateway_processes() <= before
+    shown = re.search(r"LLM gateway on http://127\.0\.0\.1:(\d+)", done.stderr)
+    assert shown is not None
+    assert not serves(int(shown.group(1)))  # the gateway was stopped with the command
     gateway_log = (tmp_path / "runs" / "default" / "llm_gateway.log").read_text()
     assert "Uvicorn running" in gateway_log
     assert STANDIN_KEY not in gateway_log
@@ -222,16 +226,10 @@ def test_a_gateway_that_dies_during_a_run_makes_it_a_harness_failure(
 ):
     upstream.reset(default=Reply(text="first", input_tokens=1, output_tokens=1))
     monkeypatch.setenv("REXMLE_TEST_STANDIN_KEY", STANDIN_KEY)
-    config = parse_llm_config(
-        f"""
-providers:
-  standin: {{api: openai, base_url: "{llm_standin.base_url}/v1", key_env: REXMLE_TEST_STANDIN_KEY}}
-models:
-  gpt-5: {{provider: standin, upstream: gpt-5, price: {{input: 1, cached_input: 1, output: 1}}}}
-limits: {{budget_usd: 10.0, max_calls_per_minute: 1000}}
-""",
-        "test",
+    text = standin_config(
+        llm_standin.base_url, "REXMLE_TEST_STANDIN_KEY", budget_usd=10.0, per_minute=1000
     )
+    config = parse_llm_config(text, "test")
     with Gateway(config) as gateway:
         outcome: dict[str, object] = {}
         worker = threading.Thread(
