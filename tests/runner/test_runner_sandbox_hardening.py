@@ -200,6 +200,21 @@ def run_direct(tmp_path: Path, command: str, **fields: object) -> tuple[str, str
     return (tmp_path / "out.log").read_text(), (tmp_path / "err.log").read_text()
 
 
+@needs_root
+def test_folders_the_harness_made_in_the_workspace_are_the_agents(tmp_path: Path):
+    # e.g. an llm adapter's work folder, made by the harness before the agent starts
+    (tmp_path / "ws" / "agent" / "deeper").mkdir(parents=True)
+    (tmp_path / "ws" / "data").mkdir()
+    public = tmp_path / "public.txt"
+    public.write_text("public")
+    os.link(public, tmp_path / "ws" / "data" / "public.txt")
+    stdout, stderr = run_direct(
+        tmp_path, "touch agent/deeper/x && echo wrote; touch data/y 2>/dev/null || echo ro"
+    )
+    assert stdout.split() == ["wrote", "ro"], stderr
+    assert public.stat().st_uid == 0  # the hard-linked public file keeps its owner
+
+
 def test_tmpfs_writes_stop_at_the_size_limit(tmp_path: Path):
     limit = 32 << 20
     command = (

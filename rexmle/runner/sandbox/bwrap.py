@@ -46,6 +46,7 @@ from pathlib import Path
 import rexmle
 from rexmle.runner.sandbox import Sandbox, SandboxInfo, SandboxRequest, SandboxResult
 from rexmle.runner.sandbox.local import run_process_group, shim_argv
+from rexmle.runner.trees import walk_tree
 
 PROBE_TIMEOUT_S = 20.0
 WORKSPACE_INSIDE = "/workspace"
@@ -268,6 +269,17 @@ def private_uid() -> int | None:
     return PRIVATE_UID_BASE + secrets.randbelow(1 << 24)
 
 
+def give_workspace(workspace: Path, uid: int) -> None:
+    """Make the workspace the private uid's: every entry the harness put there (submission/,
+    .home/, an llm adapter's folders, ...) except ``data/``, whose files are hard links to the
+    public data and stay the harness's (bound read-only anyway)."""
+    os.lchown(workspace, uid, uid)
+    for item in walk_tree(workspace):
+        if item.relative == "data" or item.relative.startswith("data/"):
+            continue
+        os.lchown(item.path, uid, uid)
+
+
 def _user_process_count(uid: int) -> int:
     count = 0
     for entry in os.listdir("/proc"):
@@ -383,12 +395,7 @@ class BwrapSandbox(Sandbox):
         if uid is not None:  # only the shim (PID 1) uses them, to drop to the private uid
             argv += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
         if uid is not None:
-            for folder in (request.workspace, request.workspace / "submission"):
-                if folder.is_dir():
-                    os.chown(folder, uid, uid)
-            home = request.workspace / ".home"
-            if home.is_dir():
-                os.chown(home, uid, uid)
+            give_workspace(request.workspace, uid)
         max_processes = request.limits.max_processes
         if uid is None:
             max_processes += _user_process_count(os.getuid())
