@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from rexmle.llm.gateway import Gateway
     from rexmle.runner.batch import Plan
     from rexmle.runner.executor import RunJob
+    from rexmle.runner.executor_slurm import SlurmSettings
     from rexmle.runner.experiment import Experiment, RunKey
     from rexmle.runner.records import RunRecord
     from rexmle.runner.sandbox import Sandbox
@@ -133,7 +134,9 @@ def run(
             "--validation-memory-mb", min=0, help="RLIMIT_AS of each validation check (0: none)."
         ),
     ] = DEFAULT_VALIDATION_MEMORY_BYTES >> 20,
-    sandbox: Annotated[str, typer.Option("--sandbox", help="auto, bwrap or local.")] = "auto",
+    sandbox: Annotated[
+        str, typer.Option("--sandbox", help="auto, bwrap, local, docker or apptainer.")
+    ] = "auto",
     kill_grace: Annotated[
         float, typer.Option("--kill-grace", min=0, help="Seconds from SIGTERM to SIGKILL.")
     ] = 5.0,
@@ -160,6 +163,16 @@ def run(
         str | None,
         typer.Option("--experiment", help="Experiment file (YAML) or preset (paper-grid)."),
     ] = None,
+    slurm_arg: Annotated[
+        list[str] | None,
+        typer.Option("--slurm-arg", help="Slurm: an sbatch option, e.g. --slurm-arg=--mem=32G."),
+    ] = None,
+    no_wait: Annotated[
+        bool, typer.Option("--no-wait", help="Slurm: submit and return without waiting.")
+    ] = False,
+    poll: Annotated[
+        float, typer.Option("--poll", min=0.1, help="Slurm: seconds between state checks.")
+    ] = 5.0,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Print the runs, GPU-hours and cost; run nothing.")
     ] = False,
@@ -183,6 +196,8 @@ def run(
             retry_failed=retry_failed,
             kill_grace_s=kill_grace,
             keep_data=keep_data,
+            wait=not no_wait,
+            poll_s=poll,
         )
         return
     if agent is None:
@@ -194,11 +209,11 @@ def run(
     from rexmle.runner.batch import ensure_prepared, implemented_tasks, plan_runs, select_tasks
     from rexmle.runner.sandbox import choose_sandbox
 
-    if executor != "local":
-        msg = f"executor {executor!r} is not available; use --executor local"
+    if executor not in ("local", "slurm"):
+        msg = f"executor {executor!r} is not available; use --executor local or slurm"
         raise _fail(ValueError(msg))
-    if sandbox not in ("auto", "bwrap", "local"):
-        msg = f"unknown sandbox {sandbox!r}; use auto, bwrap or local"
+    if sandbox not in ("auto", "bwrap", "local", "docker", "apptainer"):
+        msg = f"unknown sandbox {sandbox!r}; use auto, bwrap, local, docker or apptainer"
         raise _fail(ValueError(msg))
     try:
         gpu_slots = _parse_gpus(gpus)
@@ -237,6 +252,30 @@ def run(
         )
         if dry_run:
             _print_dry_run([*plan.jobs, *plan.done], plan.jobs, gpus_per_run=min(1, len(gpu_slots)))
+            return
+        if executor == "slurm":
+            from rexmle.runner.executor_slurm import SlurmSettings
+            from rexmle.runner.experiment import SlurmResources
+
+            settings = SlurmSettings(
+                resources=SlurmResources(extra_args=list(slurm_arg or [])),
+                gpus_per_run=1,
+                sandbox=sandbox,
+                data_dir=data,
+                runs_dir=runs,
+                kill_grace_s=kill_grace,
+                keep_data=keep_data,
+                job_name=f"rexmle-{group}",
+            )
+            jobs = [*plan.jobs, *plan.done]
+            _execute_slurm(
+                jobs,
+                settings,
+                retry_failed=retry_failed,
+                wait=not no_wait,
+                poll_s=poll,
+                had_problems=bool(problems),
+            )
             return
         chosen = choose_sandbox(sandbox)  # type: ignore[arg-type]
         llm_wanted = llm or llm_config is not None
@@ -396,6 +435,8 @@ def _run_experiment(
     retry_failed: bool,
     kill_grace_s: float,
     keep_data: bool,
+    wait: bool,
+    poll_s: float,
 ) -> None:
     """``rexmle run --experiment FILE``: expand, plan, then dry-run or execute (see ``run``)."""
     from rexmle.agents.llm_launch import require_startable
@@ -428,13 +469,29 @@ def _run_experiment(
         for spec in {job.config.agent.id: job.config.agent for job in jobs}.values():
             require_startable(spec, hidden=(data, runs))
         runnable, had_problems = _runnable_jobs(jobs, data)
+        if study.executor.kind == "slurm":
+            from rexmle.runner.executor_slurm import SlurmSettings
+
+            settings = SlurmSettings(
+                resources=study.executor.slurm,
+                gpus_per_run=study.gpus_per_run,
+                sandbox=study.sandbox,
+                data_dir=data,
+                runs_dir=runs,
+                kill_grace_s=kill_grace_s,
+                keep_data=keep_data,
+                job_name=f"rexmle-{study.name}",
+            )
+            _execute_slurm(
+                runnable,
+                settings,
+                retry_failed=retry_failed,
+                wait=wait,
+                poll_s=poll_s,
+                had_problems=had_problems,
+            )
+            return
         plan = split_done(runnable, retry_failed=retry_failed)
-        if study.executor.kind != "local":
-            msg = f"executor {study.executor.kind!r} is not available here; use kind: local"
-            raise ValueError(msg)
-        if study.sandbox not in ("auto", "bwrap", "local"):
-            msg = f"sandbox {study.sandbox!r} is not available here; use auto, bwrap or local"
-            raise ValueError(msg)
         chosen = choose_sandbox(study.sandbox)  # type: ignore[arg-type]
         gateway = experiment_gateway(runnable)
     except (RexmleError, ValueError, RuntimeError) as error:
@@ -453,6 +510,102 @@ def _run_experiment(
         had_problems=had_problems,
         gateway=gateway,
     )
+
+
+def _execute_slurm(
+    jobs: list[RunJob],
+    settings: SlurmSettings,
+    *,
+    retry_failed: bool,
+    wait: bool,
+    poll_s: float,
+    had_problems: bool,
+) -> None:
+    """Submit the runs that must run and are not alive in Slurm; wait and report as they end.
+
+    Lost jobs (dead without a final record) are marked ``infra_error`` first, so they count as
+    failed (rerun with ``--retry-failed``).
+    """
+    from rexmle.runner.batch import split_done
+    from rexmle.runner.executor import describe_record
+    from rexmle.runner.executor_slurm import alive_folders, mark_lost_jobs, submit, wait_for_runs
+
+    for folder in mark_lost_jobs([job.folder for job in jobs]):
+        err.print(f"[red]lost:[/] {folder} (its Slurm job died; now infra_error)", highlight=False)
+    plan = split_done(jobs, retry_failed=retry_failed)
+    alive = alive_folders([job.folder for job in plan.jobs])
+    to_submit = [job for job in plan.jobs if job.folder not in alive]
+    err.print(
+        f"{len(to_submit)} run(s) to submit, {len(alive)} still queued or running in Slurm, "
+        f"{len(plan.done)} already done; runs in {settings.runs_dir}",
+        highlight=False,
+        soft_wrap=True,
+    )
+    if to_submit:
+        submission = submit(to_submit, settings)
+        err.print(
+            f"submitted array job(s) {', '.join(submission.array_ids)} "
+            f"({submission.seconds:.2f} s); batch files in {submission.batch_dir}",
+            highlight=False,
+            soft_wrap=True,
+        )
+    if not wait or not plan.jobs:
+        if had_problems:
+            raise typer.Exit(2)
+        return
+    labels = {job.config.run_id(): job.label for job in plan.jobs}
+    ended = [0]
+
+    def show(record: RunRecord) -> None:
+        ended[0] += 1
+        label = labels.get(record.run_id, record.run_id)
+        err.print(
+            f"[{ended[0]}/{len(labels)}] {label}: {describe_record(record, None)}", highlight=False
+        )
+
+    def warn_stuck(stuck: dict[str, str]) -> None:
+        shown = ", ".join(f"{job_id} ({why})" for job_id, why in sorted(stuck.items())[:5])
+        err.print(
+            f"[bold red]WARNING:[/] {len(stuck)} job(s) can never start as submitted: {shown}. "
+            "They ask for more than a node or partition has (CPUs, memory, GPUs or time): "
+            "`rexmle cancel RUNS_DIR`, then lower the resources (experiment `executor.slurm`, "
+            "or --slurm-arg=--cpus-per-task=N --slurm-arg=--mem=M).",
+            highlight=False,
+            soft_wrap=True,
+        )
+
+    try:
+        records = wait_for_runs(
+            [j.folder for j in plan.jobs], poll_s=poll_s, on_done=show, on_stuck=warn_stuck
+        )
+    except KeyboardInterrupt:
+        err.print(
+            "[bold red]interrupted:[/] the jobs keep running in Slurm; "
+            "`rexmle status RUNS_DIR` follows them, `rexmle cancel RUNS_DIR` stops them"
+        )
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+    _print_summary(records)
+    if any(r.status == "infra_error" for r in records) or had_problems:
+        raise typer.Exit(2)
+    if any(r.status == "cancelled" for r in records):
+        err.print("[yellow]cancelled runs run again the next time[/]")
+        raise typer.Exit(1)
+
+
+def cancel(
+    runs_dir: Annotated[Path, typer.Argument(help="Runs folder (or a group inside it).")],
+) -> None:
+    """Cancel the Slurm jobs of the runs under RUNS_DIR: each run is recorded cancelled."""
+    from rexmle.runner.executor_slurm import cancel_jobs
+    from rexmle.runner.status import run_folders
+
+    if not runs_dir.is_dir():
+        raise _fail(ValueError(f"{runs_dir} is not a folder"))
+    try:
+        job_ids = cancel_jobs(run_folders(runs_dir))
+    except RexmleError as error:
+        raise _fail(error) from error
+    out.print(f"signalled {len(job_ids)} job(s): {' '.join(job_ids) or '-'}", highlight=False)
 
 
 def _print_dry_run(jobs: list[RunJob], to_do: list[RunJob], *, gpus_per_run: int) -> None:
@@ -651,7 +804,8 @@ def demo(
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``run``, ``demo`` and ``status`` to the ``rexmle`` CLI."""
+    """Add ``run``, ``demo``, ``status`` and ``cancel`` to the ``rexmle`` CLI."""
     app.command("run")(run)
     app.command("demo")(demo)
     app.command("status")(status)
+    app.command("cancel")(cancel)

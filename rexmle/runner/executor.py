@@ -50,6 +50,7 @@ from rich.progress import (
 
 from rexmle.agents.llm_launch import OUTPUT_DIR as LLM_OUTPUT_DIR
 from rexmle.agents.llm_launch import prepare_launch
+from rexmle.agents.registry import AgentSpec
 from rexmle.errors import RexmleError
 from rexmle.grading.report import GradeReport
 from rexmle.llm.gateway import Gateway, RunLink, strip_provider_keys
@@ -305,6 +306,16 @@ def _llm_link(job: RunJob, options: RunOptions, socket_dir: Path) -> Iterator[Ru
         yield link
 
 
+def _image_for(agent: AgentSpec, sandbox_kind: str) -> str | None:
+    """The agent's image for the container sandboxes (None for the others)."""
+    if sandbox_kind not in ("docker", "apptainer"):
+        return None
+    from rexmle.runner.sandbox.docker import agent_image
+
+    adapter = agent.llm.adapter if agent.llm is not None else None
+    return agent_image(agent.id, adapter, apptainer=sandbox_kind == "apptainer")
+
+
 def execute_run(
     job: RunJob,
     options: RunOptions,
@@ -435,6 +446,7 @@ def _execute_locked(
                     cancel=options.cancel if link is None else link.stop,
                     limits=options.limits,
                     harness_package=config.agent.kind in HARNESS_PACKAGE_KINDS,
+                    image=_image_for(config.agent, options.sandbox.kind),
                 )
                 result = options.sandbox.run(request)
                 llm_stop = None if link is None else link.stopped_reason()
@@ -490,7 +502,8 @@ def _execute_locked(
     return record
 
 
-def _describe(record: RunRecord, folder: Path | None = None) -> str:
+def describe_record(record: RunRecord, folder: Path | None = None) -> str:
+    """The status of a finished run with its headline value or its error, for progress lines."""
     colour = {"completed": "green", "invalid_submission": "yellow", "timeout": "yellow"}.get(
         record.status, "red"
     )
@@ -571,7 +584,9 @@ def run_jobs(
             progress.remove_task(row)
         records[index] = record
         progress.advance(overall)
-        progress.console.print(f"{job.label}: {_describe(record, job.folder)}", highlight=False)
+        progress.console.print(
+            f"{job.label}: {describe_record(record, job.folder)}", highlight=False
+        )
         if on_done is not None:
             on_done(record)
         return record

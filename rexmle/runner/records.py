@@ -130,6 +130,8 @@ class SchedulerRecord(BaseModel):
     """The scheduler's id of the run's job (for a Slurm array task: ``<array id>_<index>``)."""
     node: str | None = None
     """The node the job ran on."""
+    gpus: str | None = None
+    """The GPUs the scheduler gave the job (its ``CUDA_VISIBLE_DEVICES``)."""
 
 
 class RunRecord(BaseModel):

@@ -110,7 +110,7 @@ def test_run_refuses_bad_arguments(tmp_path: Path):
     assert both.exit_code == 2 and "not both" in both.stderr
     no_cmd = in_process("run", "--agent", "command", "--task", "isles22")
     assert no_cmd.exit_code == 2 and "--agent-cmd" in no_cmd.stderr
-    slurm = in_process("run", "--agent", "dummy", "--task", "isles22", "--executor", "slurm")
+    slurm = in_process("run", "--agent", "dummy", "--task", "isles22", "--executor", "ray")
     assert slurm.exit_code == 2 and "not available" in slurm.stderr
     unprepared = in_process(
         "run", "--agent", "dummy", "--task", "isles22", "--data-dir", str(tmp_path / "empty"),

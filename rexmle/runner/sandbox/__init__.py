@@ -1,9 +1,11 @@
 """Sandboxes: run an agent's command in its workspace under a wall-clock limit.
 
-Two kinds: ``bwrap`` (bubblewrap: system read-only, only the workspace writable, data root, runs
-root and home hidden, network per agent) and ``local`` (a plain subprocess in its own process
-group: the time limit holds, isolation does not). :func:`choose_sandbox` picks bwrap where it
-works (probed once) and otherwise falls back to local with a loud warning that is also recorded.
+Kinds: ``bwrap`` (bubblewrap: system read-only, only the workspace writable, data root, runs
+root and home hidden, network per agent), ``local`` (a plain subprocess in its own process
+group: the time limit holds, isolation does not), and the container sandboxes ``docker`` and
+``apptainer`` (the agent's image, only the workspace and relays mounted). :func:`choose_sandbox`
+picks bwrap where it works (probed once) and otherwise falls back to local with a loud warning
+that is also recorded.
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-SandboxKind = Literal["auto", "local", "bwrap"]
+SandboxKind = Literal["auto", "local", "bwrap", "docker", "apptainer"]
+IsolationKind = Literal["local", "bwrap", "docker", "apptainer"]
 
 
 @dataclass(frozen=True)
@@ -83,6 +86,8 @@ class SandboxRequest:
     harness_package: bool = False
     """Whether the agent imports ``rexmle`` (baseline, dummy, llm adapters): only then bwrap
     mounts it."""
+    image: str | None = None
+    """The agent's container image (docker, apptainer sandboxes); unused by the others."""
 
 
 @dataclass(frozen=True)
@@ -104,7 +109,7 @@ class SandboxResult:
 class SandboxInfo:
     """What run.json records about the sandbox."""
 
-    kind: Literal["local", "bwrap"]
+    kind: IsolationKind
     isolated: bool
     """True when the filesystem isolation holds (data root and other runs hidden)."""
     network_isolated: bool
@@ -117,7 +122,7 @@ class SandboxInfo:
 class Sandbox(ABC):
     """Base class: :meth:`run` one request; :meth:`info` says what isolation it gives."""
 
-    kind: Literal["local", "bwrap"] = "local"
+    kind: IsolationKind = "local"
 
     @abstractmethod
     def info(self, *, network: bool) -> SandboxInfo:
@@ -143,13 +148,16 @@ def choose_sandbox(kind: SandboxKind = "auto") -> Sandbox:
     """The sandbox for ``kind``: ``auto`` = bwrap when it works here, else local (warned).
 
     Raises:
-        RuntimeError: ``bwrap`` was asked for explicitly and does not work on this machine.
+        RuntimeError: ``bwrap`` was asked for explicitly and does not work on this machine, or
+            ``docker`` / ``apptainer`` is not installed or its daemon is down.
     """
     from rexmle.runner.sandbox.bwrap import BwrapSandbox, bwrap_problem
     from rexmle.runner.sandbox.local import LocalSandbox
 
     if kind == "local":
         return LocalSandbox()
+    if kind in ("docker", "apptainer"):
+        return _container_sandbox(kind)
     problem = bwrap_problem()
     if problem is None:
         return BwrapSandbox()
@@ -157,3 +165,21 @@ def choose_sandbox(kind: SandboxKind = "auto") -> Sandbox:
         msg = f"the bwrap sandbox does not work here: {problem}"
         raise RuntimeError(msg)
     return LocalSandbox(warnings=[f"{NOT_ISOLATED_WARNING} ({problem})"])
+
+
+def _container_sandbox(kind: str) -> Sandbox:
+    """The docker or apptainer sandbox, or a RuntimeError saying why the engine cannot run."""
+    if kind == "docker":
+        from rexmle.runner.sandbox.docker import DockerSandbox, docker_problem
+
+        problem = docker_problem()
+        if problem is None:
+            return DockerSandbox()
+    else:
+        from rexmle.runner.sandbox.apptainer import ApptainerSandbox, apptainer_problem
+
+        problem = apptainer_problem()
+        if problem is None:
+            return ApptainerSandbox()
+    msg = f"the {kind} sandbox cannot run here: {problem}"
+    raise RuntimeError(msg)

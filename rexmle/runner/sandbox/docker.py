@@ -1,0 +1,241 @@
+"""The ``docker`` sandbox: one container per run, only the workspace and the relays mounted.
+
+``docker run`` with:
+
+- the agent's image (``SandboxRequest.image``, named after the agent's declaration by
+  :func:`agent_image`; ``images/`` describes the paper agents' images);
+- exactly these binds, each at its host path: the workspace read-write, its ``data/`` read-only,
+  the sockets folders of the relays (validation server, LLM gateway) and the request's
+  ``shared_writable`` folders read-write, its ``readonly`` folders read-only, and the shim (one
+  standard-library script) read-only at ``/opt/rexmle/shim.py``. Never the data root, a run's
+  ``private/``, another run or a home folder;
+- ``--network none`` unless the agent has network; the relays (``shim.py --relay``) keep the
+  validation and gateway URLs working inside;
+- the run's GPUs by device id (``--gpus device=0,1`` from the request's ``CUDA_VISIBLE_DEVICES``;
+  inside, the container numbers them from 0, so ``CUDA_VISIBLE_DEVICES`` is renumbered);
+- ``--memory`` (and the same ``--memory-swap``: no swap), ``--cpus``, ``--pids-limit`` (the
+  request's ``limits.max_processes``), ``/tmp`` and ``/dev/shm`` sized by its limits;
+- the caller's uid:gid, ``--cap-drop ALL``, ``--security-opt no-new-privileges``, a read-only
+  root and a private ``/tmp``; ``--init`` so orphans are reaped.
+
+The wall-clock limit, SIGTERM then SIGKILL after the grace and the statuses are those of the
+local sandbox: the ``docker run`` client is the process the limit is enforced on, and on the way
+out the container is removed with ``docker rm -f`` (which kills whatever the agent left in it).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+import sys
+import uuid
+from dataclasses import replace
+from pathlib import Path
+
+import rexmle
+from rexmle.runner.sandbox import Sandbox, SandboxInfo, SandboxRequest, SandboxResult
+from rexmle.runner.sandbox.local import run_process_group
+
+SHIM_IN_CONTAINER = "/opt/rexmle/shim.py"
+PROBE_TIMEOUT_S = 20.0
+CONTAINER_PYTHON = "python3"
+"""The interpreter inside agent images; ``{python}`` in a declaration's command means it."""
+
+
+class EngineMissing(RuntimeError):
+    """The container engine is not installed or its daemon does not answer."""
+
+
+@functools.cache
+def docker_problem() -> str | None:
+    """Why docker cannot run containers here (probed once), or None when it can."""
+    exe = shutil.which("docker")
+    if exe is None:
+        return "docker is not installed (apt-get install docker.io, or Docker Engine)"
+    try:
+        done = subprocess.run(
+            [exe, "version", "--format", "{{.Server.Version}}"],
+            capture_output=True,
+            text=True,
+            timeout=PROBE_TIMEOUT_S,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return f"the docker daemon does not answer: {error}"
+    if done.returncode != 0:
+        detail = done.stderr.strip() or f"exit {done.returncode}"
+        return f"the docker daemon is not running or not reachable: {detail}"
+    return None
+
+
+def shim_source() -> Path:
+    """The relay/limit shim (standard library only), bound read-only into containers."""
+    return Path(rexmle.__file__).resolve().parent / "runner" / "sandbox" / "shim.py"
+
+
+def container_gpus(env: dict[str, str]) -> list[str]:
+    """The run's GPU ids (its ``CUDA_VISIBLE_DEVICES``), empty when it has none."""
+    value = env.get("CUDA_VISIBLE_DEVICES", "")
+    return [part.strip() for part in value.split(",") if part.strip()]
+
+
+def inner_argv(request: SandboxRequest) -> list[str]:
+    """The command run inside: the image's interpreter for the harness's, wrapped in the shim
+    (RLIMIT_AS, relays) when limits or relays are asked for."""
+    argv = [CONTAINER_PYTHON if part == sys.executable else part for part in request.argv]
+    relays = () if request.network else request.relays
+    if request.memory_limit_mb is None and not relays:
+        return argv
+    wrapped = [CONTAINER_PYTHON, SHIM_IN_CONTAINER]
+    if request.memory_limit_mb is not None:
+        wrapped += ["--memory-limit-mb", str(request.memory_limit_mb)]
+    for relay in relays:
+        wrapped += ["--relay", f"{relay.port}={relay.socket}"]
+    return [*wrapped, "--", *argv]
+
+
+def container_binds(request: SandboxRequest) -> list[tuple[Path, bool]]:
+    """(host folder, read-only) of every folder a container sees, each at its host path: the
+    workspace, its ``data/`` read-only, the relays' socket folders and ``shared_writable``,
+    ``readonly``. Nothing else (the shim is added by each engine)."""
+    workspace = request.workspace.resolve()
+    binds = [(workspace, False)]
+    data = workspace / "data"
+    if data.is_dir():
+        binds.append((data, True))
+    sockets = {relay.socket.parent.resolve() for relay in request.relays}
+    for folder in sorted(sockets | {Path(f).resolve() for f in request.shared_writable}):
+        binds.append((folder, False))
+    for folder in sorted({Path(f).resolve() for f in request.readonly}):
+        binds.append((folder, True))
+    return binds
+
+
+def engine_refusal(problem: str | None, request: SandboxRequest) -> SandboxResult | None:
+    """The result of a run that cannot start (engine missing or down, no image), or None."""
+    if problem is None and request.image is None:
+        problem = "no image for this agent (see images/ for the paper agents' images)"
+    if problem is None:
+        return None
+    return SandboxResult(
+        exit_code=None, timed_out=False, cancelled=False, seconds=0.0, error=problem
+    )
+
+
+def _bind(source: Path, *, readonly: bool) -> list[str]:
+    spec = f"type=bind,source={source},target={source}"
+    return ["--mount", spec + (",readonly" if readonly else "")]
+
+
+def docker_argv(
+    request: SandboxRequest,
+    *,
+    image: str,
+    name: str,
+    cpus: float | None = None,
+) -> list[str]:
+    """The complete ``docker run`` command line for ``request`` (see the module docstring)."""
+    limits = request.limits
+    workspace = request.workspace.resolve()
+    argv = [
+        shutil.which("docker") or "docker",
+        "run",
+        "--rm",
+        "--name",
+        name,
+        "--init",
+        "--user",
+        f"{os.getuid()}:{os.getgid()}",
+        "--cap-drop",
+        "ALL",
+        "--security-opt",
+        "no-new-privileges",
+        "--read-only",
+        "--tmpfs",
+        f"/tmp:rw,nosuid,nodev,size={limits.tmp_bytes}",
+        "--shm-size",
+        str(limits.shm_bytes),
+        "--pids-limit",
+        str(limits.max_processes),
+        "--network",
+        "bridge" if request.network else "none",
+        "--workdir",
+        str(workspace),
+    ]
+    if request.memory_limit_mb is not None:
+        argv += ["--memory", f"{request.memory_limit_mb}m"]
+        argv += ["--memory-swap", f"{request.memory_limit_mb}m"]
+    if cpus is not None:
+        argv += ["--cpus", f"{cpus:g}"]
+    gpus = container_gpus(request.env)
+    if gpus:
+        argv += ["--gpus", f"device={','.join(gpus)}"]
+    for folder, readonly in container_binds(request):
+        argv += _bind(folder, readonly=readonly)
+    argv += ["--mount", f"type=bind,source={shim_source()},target={SHIM_IN_CONTAINER},readonly"]
+    for key in sorted(container_env(request.env)):
+        argv += ["--env", key]
+    return [*argv, image, *inner_argv(request)]
+
+
+def container_env(env: dict[str, str]) -> dict[str, str]:
+    """The agent's environment inside the container.
+
+    Values travel through the docker client's environment (``--env NAME``), never on its command
+    line. ``CUDA_VISIBLE_DEVICES`` is renumbered from 0 (the container sees only its GPUs) and
+    ``PATH`` is the image's.
+    """
+    inside = {k: v for k, v in env.items() if k != "PATH"}
+    gpus = container_gpus(env)
+    if gpus:
+        inside["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in range(len(gpus)))
+    return inside
+
+
+class DockerSandbox(Sandbox):
+    """One container per run (see the module docstring)."""
+
+    kind = "docker"
+
+    def __init__(self, *, cpus: float | None = None) -> None:
+        self.cpus = cpus
+
+    def info(self, *, network: bool) -> SandboxInfo:
+        """Filesystem isolated; network isolated when the agent has none."""
+        return SandboxInfo(kind="docker", isolated=True, network_isolated=not network)
+
+    def run(self, request: SandboxRequest) -> SandboxResult:
+        """Run the command in a fresh container under the request's limits."""
+        refused = engine_refusal(docker_problem(), request)
+        if refused is not None:
+            return refused
+        name = f"rexmle-{uuid.uuid4().hex[:16]}"
+        argv = docker_argv(request, image=str(request.image), name=name, cpus=self.cpus)
+        client_env = {**container_env(request.env), "PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+        for key in ("DOCKER_HOST", "DOCKER_CONFIG", "DOCKER_CONTEXT"):
+            if key in os.environ:
+                client_env[key] = os.environ[key]
+        try:
+            return run_process_group(replace(request, env=client_env), argv)
+        finally:
+            subprocess.run(
+                [shutil.which("docker") or "docker", "rm", "-f", name],
+                capture_output=True,
+                timeout=60,
+                check=False,
+            )
+
+
+def agent_image(agent_id: str, adapter: str | None, *, apptainer: bool = False) -> str:
+    """The image of an agent: ``rexmle-<adapter or id>:<rexmle version>`` (images/README.md).
+
+    For apptainer: ``$REXMLE_IMAGES_DIR/rexmle-<adapter or id>-<version>.sif`` (default the
+    current folder).
+    """
+    name = f"rexmle-{adapter or agent_id}"
+    if apptainer:
+        folder = Path(os.environ.get("REXMLE_IMAGES_DIR", "."))
+        return str(folder.resolve() / f"{name}-{rexmle.__version__}.sif")
+    return f"{name}:{rexmle.__version__}"

@@ -1,0 +1,159 @@
+"""A real docker run of the dummy agent against a dockerd started by the test (slow).
+
+The image is built offline from a minimal Debian (debootstrap, python3 only) with the rexmle
+package copied in, then ``docker import``-ed. The run goes through the same executor as every
+other run: workspace, validation server behind its relay, grading in a separate process.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tarfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import rexmle
+from rexmle.agents.registry import load_agent
+from rexmle.runner.executor import RunJob, RunOptions, execute_run
+from rexmle.runner.records import RunConfig, run_dir
+from rexmle.runner.sandbox import docker as docker_module
+from rexmle.runner.sandbox.docker import DockerSandbox, agent_image
+
+pytestmark = pytest.mark.slow
+DEBIAN_MIRROR = "http://deb.debian.org/debian"
+START_TIMEOUT_S = 60.0
+
+
+def _why_no_dockerd() -> str | None:
+    for program in ("dockerd", "docker", "debootstrap"):
+        if shutil.which(program) is None:
+            return f"{program} is not installed (apt-get install -y docker.io debootstrap)"
+    if os.geteuid() != 0:
+        return "dockerd and debootstrap need root"
+    return None
+
+
+@pytest.fixture(scope="module")
+def dockerd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    problem = _why_no_dockerd()
+    if problem is not None:
+        pytest.skip(problem)
+    root = tmp_path_factory.mktemp("dockerd")
+    sock = root / "docker.sock"
+    log = open(root / "dockerd.log", "wb")  # noqa: SIM115 (kept for the daemon)
+    daemon = subprocess.Popen(
+        [
+            "dockerd",
+            f"--host=unix://{sock}",
+            f"--data-root={root / 'data'}",
+            f"--exec-root={root / 'exec'}",
+            f"--pidfile={root / 'docker.pid'}",
+            "--iptables=false",
+            "--bridge=none",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    host = f"unix://{sock}"
+    env = {**os.environ, "DOCKER_HOST": host}
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while True:
+        ready = subprocess.run(["docker", "version"], env=env, capture_output=True, check=False)
+        if ready.returncode == 0:
+            break
+        if daemon.poll() is not None or time.monotonic() > deadline:
+            daemon.kill()
+            tail = (root / "dockerd.log").read_text(errors="replace")[-1500:]
+            pytest.skip(f"dockerd cannot start here:\n{tail}")
+        time.sleep(0.5)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("DOCKER_HOST", host)
+        docker_module.docker_problem.cache_clear()
+        yield host
+    docker_module.docker_problem.cache_clear()
+    daemon.terminate()
+    try:
+        daemon.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        daemon.kill()
+
+
+@pytest.fixture(scope="module")
+def dummy_image(dockerd: str, tmp_path_factory: pytest.TempPathFactory) -> str:
+    rootfs = tmp_path_factory.mktemp("rootfs")
+    built = subprocess.run(
+        ["debootstrap", "--variant=minbase", "--include=python3", "bookworm",
+         str(rootfs), DEBIAN_MIRROR],
+        capture_output=True, text=True, timeout=900, check=False,
+    )  # fmt: skip
+    if built.returncode != 0:
+        pytest.skip(f"debootstrap from {DEBIAN_MIRROR} failed: {built.stderr[-1500:]}")
+    package = Path(rexmle.__file__).resolve().parent
+    shutil.copytree(
+        package,
+        rootfs / "usr" / "lib" / "python3" / "dist-packages" / "rexmle",
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
+    archive = tmp_path_factory.mktemp("image") / "rootfs.tar"
+    with tarfile.open(archive, "w") as tar:
+        tar.add(rootfs, arcname=".")
+    image = agent_image("dummy", None)
+    with open(archive, "rb") as stream:
+        subprocess.run(["docker", "import", "-", image], stdin=stream, check=True, timeout=300)
+    return image
+
+
+def test_the_dummy_agent_runs_in_docker_end_to_end(dummy_image, isles22_dirs, tmp_path: Path):
+    spec = load_agent("dummy")
+    config = RunConfig(
+        task="isles22",
+        task_spec_version=1,
+        agent=spec,
+        seed=0,
+        time_limit_s=spec.time_limit_s,
+        mini=True,
+    )
+    runs = tmp_path / "runs"
+    folder = run_dir(runs, "docker", "isles22", "dummy", 0)
+    options = RunOptions(
+        runs_dir=runs, data_dir=isles22_dirs.root.parent, sandbox=DockerSandbox(), grade_workers=1
+    )
+    record = execute_run(RunJob(config=config, group="docker", folder=folder), options)
+    assert record.status == "completed", (record.error, (folder / "agent.stderr.log").read_text())
+    assert record.sandbox is not None and record.sandbox.kind == "docker"
+    assert record.grade is not None and record.grade.valid
+    assert record.validation_requests == 0  # the dummy never validates; the relay was idle
+
+
+def test_the_container_sees_no_data_root_and_no_network(dummy_image, isles22_dirs, tmp_path):
+    data_root = isles22_dirs.root.parent
+    command = (
+        "python3 -c 'import os, sys; print(\"data_root\", os.path.exists(sys.argv[1]))' "
+        f"{data_root}; "
+        "(python3 -c 'import socket; socket.create_connection((\"1.1.1.1\", 53), 3)' "
+        "&& echo net yes || echo net no); "
+        'cp "$DATA_DIR/sample_submission.csv" "$SUBMISSION_DIR/submission.csv"; '
+        'cp -r "$DATA_DIR/predictions" "$SUBMISSION_DIR/"'
+    )
+    spec = load_agent("command").with_overrides(command=command, network=False)
+    config = RunConfig(
+        task="isles22", task_spec_version=1, agent=spec, seed=0, time_limit_s=120, mini=True
+    )
+    runs = tmp_path / "runs"
+    folder = run_dir(runs, "docker", "isles22", spec.id, 0)
+    options = RunOptions(
+        runs_dir=runs, data_dir=data_root, sandbox=DockerSandbox(), grade_workers=1
+    )
+    image = agent_image(spec.id, None)
+    subprocess.run(["docker", "tag", dummy_image, image], check=True, timeout=60)
+    record = execute_run(RunJob(config=config, group="docker", folder=folder), options)
+    out = (folder / "agent.stdout.log").read_text()
+    assert "data_root False" in out, out
+    assert "net no" in out, out
+    assert record.status == "completed", (record.error, (folder / "agent.stderr.log").read_text())

@@ -1,0 +1,118 @@
+"""The slurm executor without a cluster: sbatch options, job time, clear errors without Slurm."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from rexmle.agents.registry import load_agent
+from rexmle.runner.batch import make_job
+from rexmle.runner.executor_slurm import (
+    SlurmError,
+    SlurmSettings,
+    batch_script,
+    job_time_minutes,
+    mark_lost_jobs,
+    sbatch_options,
+    submit,
+)
+from rexmle.runner.experiment import SlurmResources
+
+
+def settings(tmp_path: Path, **resources: object) -> SlurmSettings:
+    return SlurmSettings(
+        resources=SlurmResources(**resources),  # type: ignore[arg-type]
+        gpus_per_run=2,
+        sandbox="bwrap",
+        data_dir=tmp_path / "data",
+        runs_dir=tmp_path / "runs",
+        job_name="rexmle-study",
+    )
+
+
+def test_job_time_is_agent_limit_plus_grading_plus_margin_in_whole_minutes():
+    res = SlurmResources(grading_time_s=3600, margin_s=300)
+    # 86400 + 3600 + 300 = 90300 s = 1505 min exactly
+    assert job_time_minutes(86400, res) == 1505
+    # 61 + 3600 + 300 = 3961 s = 66.02 min -> 67
+    assert job_time_minutes(61, res) == 67
+
+
+def test_sbatch_options_carry_the_experiments_resources(tmp_path: Path):
+    opts = sbatch_options(
+        settings(
+            tmp_path,
+            partition="gpu",
+            account="lab",
+            qos="long",
+            cpus_per_task=16,
+            mem_gb=96,
+            max_parallel=20,
+            grading_time_s=1800,
+            margin_s=120,
+            extra_args=["--constraint=h100"],
+        ),
+        n_runs=140,
+        time_limit_s=86400,
+        batch_dir=tmp_path / "b",
+    )
+    # --time: (86400 + 1800 + 120) / 60 = 1472 min; --mem: 96 GiB = 98304 MiB
+    assert opts == [
+        "--job-name=rexmle-study",
+        "--array=0-139%20",
+        "--time=1472",
+        "--signal=B:TERM@120",
+        "--cpus-per-task=16",
+        "--mem=98304M",
+        f"--output={tmp_path / 'b' / 'slurm-%A_%a.out'}",
+        "--open-mode=append",
+        "--gpus=2",
+        "--partition=gpu",
+        "--account=lab",
+        "--qos=long",
+        "--constraint=h100",
+    ]
+
+
+def test_no_gpus_and_no_throttle_leave_those_options_out(tmp_path: Path):
+    plain = SlurmSettings(
+        resources=SlurmResources(),
+        gpus_per_run=0,
+        sandbox="local",
+        data_dir=tmp_path,
+        runs_dir=tmp_path,
+    )
+    opts = sbatch_options(plain, n_runs=3, time_limit_s=60, batch_dir=tmp_path)
+    assert "--array=0-2" in opts
+    assert not [o for o in opts if o.startswith(("--gpus", "--partition", "--account", "--qos"))]
+
+
+def test_the_batch_script_execs_the_node_entry_with_this_interpreter(tmp_path: Path):
+    script = batch_script(settings(tmp_path), tmp_path / "part-0")
+    last = script.strip().splitlines()[-1]
+    # exec: the harness is the batch shell, so --signal=B:TERM and scancel --batch reach it
+    assert (
+        last == f"exec {sys.executable} -m rexmle.runner.executor_slurm_node {tmp_path / 'part-0'}"
+    )
+
+
+def test_without_slurm_the_error_says_what_is_missing(tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    job = make_job(
+        load_agent("dummy"),
+        "isles22",
+        0,
+        time_limit_s=60,
+        mini=True,
+        runs_dir=tmp_path / "runs",
+        group="g",
+    )
+    with pytest.raises(SlurmError, match="sbatch is not on PATH"):
+        submit([job], settings(tmp_path), env={"PATH": str(tmp_path / "empty")})
+    job.folder.mkdir(parents=True)
+    (job.folder / "scheduled.json").write_text(json.dumps({"job_id": "7_0"}), encoding="utf-8")
+    with pytest.raises(SlurmError, match="squeue is not on PATH"):
+        mark_lost_jobs([job.folder], env={"PATH": str(tmp_path / "empty")})
