@@ -228,7 +228,8 @@ def _write_overlays(job: RunJob, options: RunOptions, submission: Path) -> None:
     gold = task_dirs(job.config.task, options.data_dir).gold
     try:
         write_overlays(job.config.task, submission, gold, job.folder)
-    except (OSError, ValueError, RexmleError) as error:
+    except (OSError, ValueError, KeyError, TypeError, IndexError, RexmleError) as error:
+        # a valid submission the drawing code did not foresee: recorded, the grade stands
         target = job.folder / OVERLAY_DIR
         target.mkdir(exist_ok=True)
         (target / "error.txt").write_text(f"{type(error).__name__}: {error}\n", encoding="utf-8")

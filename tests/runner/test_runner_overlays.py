@@ -43,3 +43,15 @@ def test_an_invalid_run_gets_no_overlays(run_agent, isles22_dirs):
     record, folder = run_agent(command, dirs=isles22_dirs)
     assert record.status == "invalid_submission"
     assert not (folder / OVERLAY_DIR).exists()
+
+
+def test_an_overlay_failure_is_recorded_and_leaves_the_grade(run_agent, isles22_dirs, monkeypatch):
+    import rexmle.report.overlays as overlays
+
+    def broken(*args, **kwargs):
+        raise KeyError("case_id")
+
+    monkeypatch.setattr(overlays, "write_overlays", broken)
+    record, folder = run_agent(COPY_SAMPLE, dirs=isles22_dirs)
+    assert record.status == "completed" and record.grade is not None and record.grade.valid
+    assert "KeyError" in (folder / OVERLAY_DIR / "error.txt").read_text()
