@@ -85,9 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     from rexmle.llm.run_setup import plan_gateway, running_gateway
 
     try:
-        gateway = plan_gateway(
-            job.config.agent, None, every_run=False, budget_usd=job.config.llm_budget_usd
-        )
+        gateway = plan_gateway(job.config.agent, None, every_run=False)
         with running_gateway(gateway, [job], Console(stderr=True)) as started:
             options.gateway = started
             record = execute_run(job, options, gpu=gpus, scheduler=scheduler)

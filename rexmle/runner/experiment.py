@@ -366,31 +366,18 @@ def models_of(job: RunJob) -> str:
 
 
 def experiment_gateway(jobs: Sequence[RunJob]) -> Gateway | None:
-    """The (not started) LLM gateway the runs need, with the experiment's per-run budget.
+    """The (not started) LLM gateway the runs need, or None when no run calls an LLM.
 
-    The gateway applies one budget to every run of a command, so the LLM agents of one
-    experiment must share their ``budget_usd`` (none given: the LLM config's own).
+    Each run's ``budget_usd`` travels in its config (``llm_budget_usd``) and is its budget in the
+    gateway; runs without one get the LLM config's.
 
     Raises:
-        SpecError: LLM agents with different budgets, an invalid LLM config, or an agent passing
-            provider keys into its sandbox.
+        SpecError: an invalid LLM config, or an agent passing provider keys into its sandbox.
     """
     from rexmle.llm.run_setup import plan_gateway
 
-    budgets = {job.config.llm_budget_usd for job in jobs if uses_llm(job)}
-    if len(budgets) > 1:
-        shown = ", ".join(
-            "the config's" if b is None else f"${b:g}"
-            for b in sorted(budgets, key=lambda b: -1.0 if b is None else b)
-        )
-        msg = (
-            f"the LLM agents have different budgets per run ({shown}): one run command applies "
-            "one budget; give them the same budget_usd or split the experiment"
-        )
-        raise SpecError(msg)
-    budget = next(iter(budgets), None)
     gateway: Gateway | None = None
     for spec in {job.config.agent.id: job.config.agent for job in jobs}.values():
-        planned = plan_gateway(spec, None, every_run=False, budget_usd=budget)
+        planned = plan_gateway(spec, None, every_run=False)
         gateway = gateway or planned
     return gateway
