@@ -2,7 +2,7 @@
 
 :func:`prepare_launch` writes ``<workspace>/.adapter/config.json`` and returns the sandbox
 command, the folders the sandbox must show read-only (the agent's environment and its Python)
-and what run.json records (``agent_env``). The config holds only workspace paths, the
+and what run.json records (``agent_env``). The config holds only paths relative to the workspace, the
 validation URL, the run's limits and the agent's settings: no provider key, no host path
 outside the workspace and the environment. The LLM gateway reaches the adapter through the
 environment (``REXMLE_LLM_BASE_URL``, ``REXMLE_LLM_TOKEN``), set by the runner.
@@ -85,12 +85,14 @@ def adapter_config(
         "adapter": llm.adapter,
         "task": task_id,
         "seed": seed,
-        "workspace": str(workspace),
-        "data_dir": str(workspace / "data"),
-        "submission_dir": str(workspace / "submission"),
-        "instructions": str(workspace / "instructions.md"),
-        "work_dir": str(workspace / WORK_DIR),
-        "output_dir": str(workspace / OUTPUT_DIR),
+        # relative to the workspace: the sandbox shows it at a path of its own (bwrap:
+        # /workspace), and no host path of the runs root is written where the agent reads
+        "workspace": ".",
+        "data_dir": "data",
+        "submission_dir": "submission",
+        "instructions": "instructions.md",
+        "work_dir": WORK_DIR,
+        "output_dir": OUTPUT_DIR,
         "validation_url": validation_url,
         "time_limit_s": time_limit_s,
         "steps": llm.steps,

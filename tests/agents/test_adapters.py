@@ -78,7 +78,10 @@ def config_for(agent_id: str, workspace: Workspace, env: AgentEnv, **overrides) 
         cuda_visible_devices=None,
         cpus=2,
     )
-    return json.loads(json.dumps(config))  # what the adapter reads back from config.json
+    path = workspace.root / ".adapter" / "config.json"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(json.dumps(config))
+    return runtime.load_config(path)  # what the adapter reads back from config.json
 
 
 def test_aide_paper_preset_command_line_environment_and_files(workspace, tmp_path):
@@ -270,7 +273,9 @@ def test_no_provider_key_and_no_private_path_reaches_the_sandbox(
         pass_env=spec.env,
         cuda_visible_devices=None,
     )
-    config = json.loads((workspace.root / ".adapter" / "config.json").read_text())
+    written = (workspace.root / ".adapter" / "config.json").read_text()
+    assert str(workspace.root) not in written  # the sandbox shows the workspace elsewhere
+    config = runtime.load_config(workspace.root / ".adapter" / "config.json")
     module = {"aide": aide, "ml-master": ml_master, "rdagent": rdagent}[spec.llm.adapter]
     config["forwarder_port"] = 5111
     built = module.build(config, {**sandbox_env, **GATEWAY})

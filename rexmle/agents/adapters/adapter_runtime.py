@@ -55,8 +55,22 @@ class Launch:
     """Files of ``files`` made executable (mode 755)."""
 
 
+WORKSPACE_PATH_KEYS = (
+    "workspace",
+    "data_dir",
+    "submission_dir",
+    "instructions",
+    "work_dir",
+    "output_dir",
+)
+"""Config entries that the harness writes relative to the workspace."""
+
+
 def load_config(path: Path) -> dict[str, object]:
-    """The adapter config (JSON).
+    """The adapter config (JSON), its workspace paths made absolute.
+
+    The config lives at ``<workspace>/.adapter/config.json``; the entries of
+    :data:`WORKSPACE_PATH_KEYS` are relative to that workspace, wherever the sandbox shows it.
 
     Raises:
         AdapterError: the file is missing or not a JSON object.
@@ -69,6 +83,10 @@ def load_config(path: Path) -> dict[str, object]:
     if not isinstance(config, dict):
         msg = f"{path} must hold a JSON object"
         raise AdapterError(msg)
+    workspace = path.absolute().parent.parent
+    for key in WORKSPACE_PATH_KEYS:
+        if isinstance(config.get(key), str):
+            config[key] = str(workspace / str(config[key]))
     return config
 
 
