@@ -12,6 +12,7 @@ import json
 import math
 import time
 from pathlib import Path
+from typing import Literal
 
 from rexmle import __version__
 from rexmle.challenges.base import LoadedSubmission, SubmissionCase, TaskDirs, TaskImplementation
@@ -48,6 +49,12 @@ def require_prepared(task_id: str, dirs: TaskDirs) -> None:
             f"--data-dir {dirs.root.parent}"
         )
         raise NotPrepared(msg)
+
+
+def prepared_data_mode(dirs: TaskDirs) -> Literal["mini", "full"]:
+    """``mini`` when ``prepared.json`` says the task was prepared from the mini fixture."""
+    prepared = json.loads(dirs.prepared_json.read_text(encoding="utf-8"))
+    return "mini" if prepared.get("mini") else "full"
 
 
 def load_submission(
@@ -207,6 +214,7 @@ def grade_submission(
     require_prepared(task_id, dirs)
     check_private_files(task_id, dirs)
     leaderboard = load_leaderboard(task_id)
+    data = prepared_data_mode(dirs)
     n_workers = workers or default_workers()
     try:
         submission = load_submission(task, Path(submission_dir), dirs.public, workers=n_workers)
@@ -218,6 +226,7 @@ def grade_submission(
             metrics={},
             cases=[],
             ranking=leaderboard.rank(None),
+            data=data,
             rexmle_version=__version__,
             seconds=time.perf_counter() - started,
         )
@@ -245,6 +254,7 @@ def grade_submission(
         metrics={k: float(v) for k, v in scores.metrics.items()},
         cases=scores.cases,
         ranking=ranking,
+        data=data,
         rexmle_version=__version__,
         seconds=time.perf_counter() - started,
     )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel
 
 from rexmle.ranking import Ranking
@@ -31,5 +33,9 @@ class GradeReport(BaseModel):
     metrics: dict[str, float]
     cases: list[dict[str, object]]
     ranking: Ranking
+    data: Literal["mini", "full"] | None = None
+    """The prepared data graded against: ``mini`` (synthetic fixture, ranked against the real
+    leaderboard only for testing the pipeline) or ``full`` (the challenge's data); None in
+    reports written before the field existed."""
     rexmle_version: str
     seconds: float
