@@ -345,51 +345,22 @@ class _Messages(_Api):
 
     def events(self) -> Iterator[tuple[str | None, Any]]:
         yield "message_start", {"type": "message_start", "message": self._message([], None, 1)}
-        index = 0
+        blocks: list[tuple[dict[str, Any], str, str, str]] = []
         if self.reply.text:
-            start = {"type": "text", "text": ""}
-            yield (
-                "content_block_start",
-                {
-                    "type": "content_block_start",
-                    "index": index,
-                    "content_block": start,
-                },
-            )
-            for piece in _pieces(self.reply.text):
-                delta = {"type": "text_delta", "text": piece}
-                yield (
-                    "content_block_delta",
-                    {
-                        "type": "content_block_delta",
-                        "index": index,
-                        "delta": delta,
-                    },
-                )
-            yield "content_block_stop", {"type": "content_block_stop", "index": index}
-            index += 1
+            blocks.append(({"type": "text", "text": ""}, "text_delta", "text", self.reply.text))
         for cid, name, args in self.calls:
-            block = {"type": "tool_use", "id": cid, "name": name, "input": {}}
-            yield (
-                "content_block_start",
-                {
-                    "type": "content_block_start",
-                    "index": index,
-                    "content_block": block,
-                },
-            )
-            for piece in _pieces(args):
-                delta = {"type": "input_json_delta", "partial_json": piece}
+            tool = {"type": "tool_use", "id": cid, "name": name, "input": {}}
+            blocks.append((tool, "input_json_delta", "partial_json", args))
+        for index, (block, delta_type, delta_key, text) in enumerate(blocks):
+            start = {"type": "content_block_start", "index": index, "content_block": block}
+            yield "content_block_start", start
+            for piece in _pieces(text):
+                delta = {"type": delta_type, delta_key: piece}
                 yield (
                     "content_block_delta",
-                    {
-                        "type": "content_block_delta",
-                        "index": index,
-                        "delta": delta,
-                    },
+                    {"type": "content_block_delta", "index": index, "delta": delta},
                 )
             yield "content_block_stop", {"type": "content_block_stop", "index": index}
-            index += 1
         yield (
             "message_delta",
             {
