@@ -24,8 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "grading"
 
 from bomb_files import BOMB_TASKS, bomb_submission, peak_rss_mib, upload_peak_rss
 
-from rexmle.challenges.registry import load_implementation
 from rexmle.preparation import prepare_task
+from rexmle.tasks.registry import load_task
 
 
 def _grade_argv(task_id: str, folder: Path, data_dir: Path, report: Path) -> list[str]:
@@ -37,7 +37,7 @@ def grader_bombs(data_dir: Path, work: Path) -> None:
     """One row per format: exit code, seconds, peak RSS of the grader."""
     for suffix, task_id in BOMB_TASKS.items():
         dirs, _ = prepare_task(task_id, data_dir=data_dir, mini=True)
-        impl = load_implementation(task_id)
+        impl = load_task(task_id).columns
         (column,) = impl.path_columns
         folder = bomb_submission(
             dirs.gold, suffix, work / task_id, id_column=impl.id_column, path_column=column
@@ -74,7 +74,7 @@ def grader_million_lines(data_dir: Path, work: Path) -> None:
 def validation_server_bomb(data_dir: Path, work: Path) -> None:
     """The NIfTI bomb uploaded to a real validation server: status, seconds, peak RSS."""
     dirs, _ = prepare_task("isles22", data_dir=data_dir, mini=True)
-    impl = load_implementation("isles22")
+    impl = load_task("isles22").columns
     (column,) = impl.path_columns
     folder = bomb_submission(
         dirs.gold, ".nii.gz", work / "upload", id_column=impl.id_column, path_column=column

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import numpy as np
 
-from rexmle.challenges.registry import all_tasks
 from rexmle.report import collect_runs, write_report
 from rexmle.report.overlays import MANIFEST, OVERLAY_DIR, overlay_png
+from rexmle.tasks.registry import all_tasks
 
 AGENTS = ("aide", "ml-master", "rd-agent")
 SEEDS = 3

@@ -58,9 +58,8 @@ def _prepared_state(prepared: dict[str, object] | None) -> str:
 @app.command("list")
 def list_tasks(data_dir: DataDirOption = None, as_json: JsonFlag = False) -> None:
     """List every task: id, family, type, modality, headline metric, prepared?"""
-    from rexmle.challenges.registry import all_tasks
-    from rexmle.grading.grader import task_dirs
-    from rexmle.preparation import read_prepared
+    from rexmle.tasks.folders import read_prepared, task_dirs
+    from rexmle.tasks.registry import all_tasks
 
     if as_json:
         print_json(
@@ -101,10 +100,9 @@ def list_tasks(data_dir: DataDirOption = None, as_json: JsonFlag = False) -> Non
 @app.command("info")
 def info(task: str, data_dir: DataDirOption = None, as_json: JsonFlag = False) -> None:
     """Show a task's spec, sources, metrics, leaderboard size and preparation state."""
-    from rexmle.challenges.registry import get_task
-    from rexmle.grading.grader import task_dirs
-    from rexmle.preparation import read_prepared
-    from rexmle.ranking import load_leaderboard
+    from rexmle.tasks.folders import read_prepared, task_dirs
+    from rexmle.tasks.leaderboard import leaderboard_source, load_leaderboard
+    from rexmle.tasks.registry import get_task
 
     try:
         spec = get_task(task)
@@ -119,7 +117,7 @@ def info(task: str, data_dir: DataDirOption = None, as_json: JsonFlag = False) -
             {
                 **spec.model_dump(mode="json"),
                 "leaderboard": {
-                    "source": f"rexmle/leaderboards/{task}.csv",
+                    "source": leaderboard_source(task),
                     "n_rows": board.n_rows,
                     "thresholds": {
                         "gold": thresholds.gold,
@@ -143,7 +141,7 @@ def info(task: str, data_dir: DataDirOption = None, as_json: JsonFlag = False) -
     out.print(f"split: {spec.split.rule}")
     thresholds = board.thresholds()
     out.print(
-        f"leaderboard: {board.n_rows} rows (rexmle/leaderboards/{task}.csv); "
+        f"leaderboard: {board.n_rows} rows ({leaderboard_source(task)}); "
         "medal thresholds (mean position) gold ≤ "
         f"{thresholds.gold:.4g}, silver ≤ {thresholds.silver:.4g}, bronze ≤ "
         f"{thresholds.bronze:.4g}, above median ≤ {thresholds.above_median:.4g}"
@@ -180,8 +178,8 @@ def prepare(
     ] = False,
 ) -> None:
     """Download (or generate with --mini) and prepare tasks into public/ and private/."""
-    from rexmle.challenges.registry import all_tasks
     from rexmle.preparation import prepare_task
+    from rexmle.tasks.registry import all_tasks
 
     if all_tasks_flag == bool(tasks):
         raise _fail(ValueError("give task ids or --all (not both)"))
@@ -215,9 +213,9 @@ def download(
     max_parallel: Annotated[int, typer.Option("--parallel", help="Files at once.", min=1)] = 2,
 ) -> None:
     """Download, verify and extract tasks' raw sources only (shared sources: once)."""
-    from rexmle.challenges.registry import get_task
     from rexmle.config import resolve_data_dir
     from rexmle.sources import fetch_task_raw
+    from rexmle.tasks.registry import get_task
 
     root = resolve_data_dir(data_dir)
     failed = 0
@@ -303,9 +301,8 @@ def grade(
 
 def _warn_if_mini(task: str, data_dir: Path | None) -> None:
     """Say so when the grade was against the synthetic mini data (ranked on real leaderboards)."""
-    from rexmle.grading.grader import task_dirs
-    from rexmle.preparation import read_prepared
     from rexmle.report.render import MINI_BANNER
+    from rexmle.tasks.folders import read_prepared, task_dirs
 
     prepared = read_prepared(task_dirs(task, data_dir))
     if prepared is not None and prepared.get("mini"):
@@ -337,7 +334,7 @@ def rank(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Rank given metric values against a task's human leaderboard (for auditing numbers)."""
-    from rexmle.ranking import load_leaderboard
+    from rexmle.tasks.leaderboard import load_leaderboard
 
     try:
         board = load_leaderboard(task)

@@ -7,7 +7,7 @@ therefore never taken for a complete one, and leftovers of an interrupted run ar
 
 from __future__ import annotations
 
-import hashlib
+import dataclasses
 import json
 import os
 import secrets
@@ -19,30 +19,17 @@ from pathlib import Path
 from typing import Literal
 
 from rexmle import __version__
-from rexmle.challenges.base import TaskDirs
-from rexmle.challenges.registry import get_task, load_implementation
 from rexmle.errors import DataError
-from rexmle.grading.grader import task_dirs
 from rexmle.runner.leftovers import pid_is_alive
+from rexmle.split import Split
+from rexmle.tasks.files import sha256_file
+from rexmle.tasks.folders import TaskDirs, read_prepared, task_dirs
+from rexmle.tasks.jobs import PrepareJob
+from rexmle.tasks.registry import get_task, load_task
+from rexmle.tasks.spec import TaskSpec
 
 RAW_COMPLETE_MARKER = ".rexmle-raw-complete.json"
 SOURCES_MANIFEST = ".rexmle-sources.json"
-
-
-def sha256_file(path: Path, *, chunk_bytes: int = 1 << 20) -> str:
-    """Hex SHA-256 of a file, read in chunks."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while chunk := handle.read(chunk_bytes):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def read_prepared(dirs: TaskDirs) -> dict[str, object] | None:
-    """The task's prepared.json, or None when the task is not (completely) prepared."""
-    if not dirs.prepared_json.is_file():
-        return None
-    return json.loads(dirs.prepared_json.read_text(encoding="utf-8"))
 
 
 MINI_SECRET_FILE = "mini_secret.json"
@@ -89,7 +76,7 @@ def ensure_mini_raw(task_id: str, raw_dir: Path, *, secret: FixtureSecret = "new
         msg = f"{raw_dir} holds real downloaded data; prepare the mini suite in another --data-dir"
         raise DataError(msg)
     chosen = secrets.token_bytes(SECRET_BYTES) if secret == "new" else secret
-    impl = load_implementation(task_id)
+    make_fixture = load_task(task_id).required_function("make_fixture")
     for stale in raw_dir.parent.glob(f".{raw_dir.name}.building-*"):
         pid = stale.name.rsplit("-", 1)[-1]
         if pid.isdigit() and not pid_is_alive(int(pid)):  # left by a killed prepare
@@ -97,7 +84,7 @@ def ensure_mini_raw(task_id: str, raw_dir: Path, *, secret: FixtureSecret = "new
     building = raw_dir.with_name(f".{raw_dir.name}.building-{os.getpid()}")
     shutil.rmtree(building, ignore_errors=True)
     building.mkdir(parents=True)
-    impl.make_fixture(building, seed=fixture_seed(chosen))
+    make_fixture(building, seed=fixture_seed(chosen))
     if chosen is not None:
         record = {"secret_hex": chosen.hex()}
         (building / MINI_SECRET_FILE).write_text(json.dumps(record) + "\n", encoding="utf-8")
@@ -161,7 +148,8 @@ def prepare_task(
             other data kind (mini vs full) and ``force`` is not set.
         TaskNotImplemented: the task has no implementation yet.
     """
-    impl = load_implementation(task_id)
+    task = load_task(task_id)
+    prepare = task.required_function("prepare")
     dirs = task_dirs(task_id, data_dir)
     existing = read_prepared(dirs)
     if existing is not None and not force:
@@ -188,16 +176,17 @@ def prepare_task(
     public.mkdir(parents=True)
     private.mkdir(parents=True)
     try:
-        split = impl.prepare(dirs.raw, public, private, mini=mini)
+        job = PrepareJob(raw=dirs.raw, public=public, private=private, task=task.spec, mini=mini)
+        split = with_declared_source(prepare(job), task.spec)
         if not mini and check_counts:
             _check_counts(task_id, len(split.train), len(split.test))
         split.write(private / "split.json")
         if secret is not None:
             shutil.copyfile(dirs.raw / MINI_SECRET_FILE, private / MINI_SECRET_FILE)
-        (public / "description.md").write_text(impl.description(), encoding="utf-8")
+        (public / "description.md").write_text(task.description(), encoding="utf-8")
         manifest = {
             "task": task_id,
-            "spec_version": impl.spec.spec_version,
+            "spec_version": task.spec.spec_version,
             "mini": mini,
             "mini_seeded_by_secret": secret is not None,
             "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -226,6 +215,24 @@ def prepare_task(
     finally:
         shutil.rmtree(building, ignore_errors=True)
     return dirs, True
+
+
+def with_declared_source(split: Split, spec: TaskSpec) -> Split:
+    """The split with ``source`` naming the task's declared sources (kind, record, files).
+
+    Raises:
+        DataError: the family's prepare returned something other than a Split.
+    """
+    if not isinstance(split, Split):
+        msg = f"{spec.id}: prepare returned {type(split).__name__}, not a Split"
+        raise DataError(msg)
+    if split.source:
+        return split
+    sources = [
+        {"kind": source.kind, "record": source.record, "files": [f.name for f in source.files]}
+        for source in spec.sources
+    ]
+    return dataclasses.replace(split, source={"sources": sources})
 
 
 def _check_counts(task_id: str, n_train: int, n_test: int) -> None:

@@ -19,7 +19,6 @@ from __future__ import annotations
 import csv
 import math
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Literal
 
@@ -186,20 +185,3 @@ def read_leaderboard_csv(task_id: str, path: Path, directions: dict[str, Directi
             msg = f"{path}: column {column!r} holds a value that is not a number ({err})"
             raise SpecError(msg) from err
     return Leaderboard(task_id=task_id, rows=frame, directions=dict(directions))
-
-
-def load_leaderboard(task_id: str) -> Leaderboard:
-    """The project's leaderboard of ``task_id`` (``rexmle/leaderboards/<task-id>.csv``).
-
-    Directions come from the task's YAML (declared, never guessed).
-    """
-    from rexmle.challenges.registry import get_task
-
-    spec = get_task(task_id)
-    directions = {m.key: m.direction for m in spec.metrics}
-    path = resources.files("rexmle.leaderboards").joinpath(f"{task_id}.csv")
-    with resources.as_file(path) as real:
-        if not real.is_file():
-            msg = f"no leaderboard file for task {task_id!r} ({real})"
-            raise SpecError(msg)
-        return read_leaderboard_csv(task_id, real, directions)

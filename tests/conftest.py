@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from rexmle.challenges.base import TaskDirs
 from rexmle.llm.config import parse_llm_config
 from rexmle.llm.environment import install_gateway
 from rexmle.llm.gateway import Gateway
 from rexmle.llm.standin import ScriptedUpstream
 from rexmle.preparation import prepare_task
+from rexmle.tasks.folders import TaskDirs
 
 
 @pytest.fixture(scope="session")

@@ -9,21 +9,23 @@ from pathlib import Path
 import pytest
 
 from rexmle.agents.registry import load_agent
-from rexmle.challenges.registry import all_tasks
 from rexmle.preparation import MINI_SECRET_FILE, fixture_seed, prepare_task
 from rexmle.runner.executor import RunJob, RunOptions, execute_run
 from rexmle.runner.records import RunConfig, run_dir
 from rexmle.runner.sandbox.local import LocalSandbox
+from rexmle.tasks.registry import all_tasks
 
 ATTACK = """\
 import os, shutil, tempfile
 from pathlib import Path
-from rexmle.challenges.registry import load_implementation
-impl = load_implementation(os.environ["TASK_ID"])
+from rexmle.tasks.jobs import PrepareJob
+from rexmle.tasks.registry import load_task
+impl = load_task(os.environ["TASK_ID"])
 work = Path(tempfile.mkdtemp())
 (work / "raw").mkdir(); (work / "public").mkdir(); (work / "private").mkdir()
 impl.make_fixture(work / "raw", seed=0)
-impl.prepare(work / "raw", work / "public", work / "private", mini=True)
+job = PrepareJob(work / "raw", work / "public", work / "private", impl.spec, True)
+impl.required_function("prepare")(job)
 shutil.copytree(work / "private" / "gold", os.environ["SUBMISSION_DIR"], dirs_exist_ok=True)
 print("submitted a regenerated gold")
 """

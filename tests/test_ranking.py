@@ -8,8 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rexmle.challenges.registry import all_tasks
-from rexmle.ranking import Leaderboard, load_leaderboard
+from rexmle.ranking import Leaderboard
+from rexmle.tasks.leaderboard import load_leaderboard
+from rexmle.tasks.registry import all_tasks
 
 # Thresholds (gold, silver, bronze, above-median) as published in spec/challenges/README.md §1.
 PUBLISHED_THRESHOLDS = {

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
-from importlib import resources
 from pathlib import Path
 
 import pytest
-import yaml
 
-from rexmle.challenges.registry import all_tasks, get_task, load_implementation
 from rexmle.errors import SpecError, TaskNotImplemented
+from rexmle.tasks import registry
+from rexmle.tasks.registry import (
+    Task,
+    all_tasks,
+    fill_placeholders,
+    get_task,
+    load_task,
+    resolve_function,
+)
 
 TASK_IDS = {
     "dentex",
@@ -40,18 +46,10 @@ def test_all_twenty_tasks_are_registered() -> None:
     assert set(all_tasks()) == TASK_IDS
 
 
-def test_metric_keys_and_directions_match_the_leaderboard_directions() -> None:
-    text = resources.files("rexmle.leaderboards").joinpath("directions.yaml").read_text()
-    directions = yaml.safe_load(text)
-    for task_id, spec in all_tasks().items():
-        declared = {m.key: m.direction for m in spec.metrics}
-        assert list(declared.items()) == list(directions[task_id].items()), task_id
-
-
 @pytest.mark.skipif(not SHARED_LEADERBOARDS.is_dir(), reason="shared/leaderboards not beside repo")
 def test_project_leaderboards_equal_the_published_figures() -> None:
     for task_id in TASK_IDS:
-        ours = resources.files("rexmle.leaderboards").joinpath(f"{task_id}.csv").read_text()
+        ours = Task(get_task(task_id)).leaderboard_file().read_text()
         assert ours == (SHARED_LEADERBOARDS / f"{task_id}.csv").read_text(), task_id
 
 
@@ -60,22 +58,48 @@ def test_unknown_task_lists_the_known_ones() -> None:
         get_task("isles23")
 
 
-def test_unimplemented_task_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
-    from rexmle.challenges import registry
-
-    unbuilt = get_task("isles22").model_copy(update={"implementation": None})
+def test_a_task_without_functions_says_where_to_declare_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    unbuilt = get_task("isles22").model_copy(update={"functions": None, "implementation": None})
     monkeypatch.setattr(registry, "get_task", lambda task_id: unbuilt)
-    with pytest.raises(TaskNotImplemented, match=r"not built yet.*isles22\.yaml"):
-        load_implementation("isles22")
+    with pytest.raises(TaskNotImplemented, match=r"section functions.*isles22\.yaml"):
+        load_task("isles22")
 
 
 def test_every_task_is_implemented() -> None:
     assert [s.id for s in all_tasks().values() if not s.is_implemented] == []
 
 
-def test_implemented_tasks_load_and_have_descriptions() -> None:
-    for spec in all_tasks().values():
-        if spec.is_implemented:
-            impl = load_implementation(spec.id)
-            assert impl.spec is spec
-            assert len(impl.description()) > 200, spec.id
+def test_every_task_has_a_description() -> None:
+    for task_id in all_tasks():
+        assert len(load_task(task_id).description()) > 200, task_id
+
+
+def test_relative_function_names_resolve_inside_the_family() -> None:
+    from rexmle.split import shuffle_split
+
+    assert resolve_function("isles22", "rexmle.split:shuffle_split") is shuffle_split
+    fixture = resolve_function("isles22", ".fixture:make_fixture")
+    assert fixture.__module__ == "rexmle.challenges.isles22.fixture"
+
+
+@pytest.mark.parametrize(
+    ("dotted", "reason"),
+    [
+        ("fixture.make_fixture", "must look like 'module:function'"),
+        (".no_such_module:run", "cannot import rexmle.challenges.isles22.no_such_module"),
+        (".fixture:no_such_function", "has no function 'no_such_function'"),
+        (".fixture:N_CASES", "has no function 'N_CASES'"),
+    ],
+)
+def test_bad_function_names_are_refused_with_the_reason(dotted: str, reason: str) -> None:
+    with pytest.raises(SpecError, match=reason):
+        resolve_function("isles22", dotted)
+
+
+def test_description_placeholders_are_filled_from_declared_values() -> None:
+    spec = get_task("isles22").model_copy(update={"params": {"track": 2}})
+    assert fill_placeholders("{{id}} / {{ params.track }}", spec) == "isles22 / 2"
+    with pytest.raises(SpecError, match=r"placeholder \{\{params.size\}\} names no declared"):
+        fill_placeholders("{{params.size}}", spec)

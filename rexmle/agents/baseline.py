@@ -20,8 +20,8 @@ EXIT_NOT_IMPLEMENTED = 3
 
 def main() -> int:
     """Entry point (see the module docstring)."""
-    from rexmle.challenges.registry import load_implementation
     from rexmle.errors import TaskNotImplemented
+    from rexmle.tasks.registry import load_task
 
     task_id = os.environ["TASK_ID"]
     public_dir = Path(os.environ["DATA_DIR"])
@@ -30,7 +30,7 @@ def main() -> int:
     submission_dir.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     try:
-        load_implementation(task_id).solve_baseline(public_dir, submission_dir, seed=seed)
+        load_task(task_id).solve_baseline(public_dir, submission_dir, seed=seed)
     except TaskNotImplemented as err:
         sys.stderr.write(f"baseline: not implemented: {err}\n")
         return EXIT_NOT_IMPLEMENTED

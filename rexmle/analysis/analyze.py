@@ -82,8 +82,8 @@ def geometry_of_run(
     by_shape = failure.kind == "invalid_format" and failure.detail == "wrong_shape"
     if not (result.valid or by_shape) or mask_column(result.task) is None:
         return None
-    from rexmle.grading.grader import task_dirs
     from rexmle.io import ImageReadError, read_image
+    from rexmle.tasks.folders import task_dirs
 
     if data_dir is None:
         return GeometryVerdict("skipped", "no --data-dir given (the gold is needed)")

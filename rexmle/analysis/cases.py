@@ -2,7 +2,7 @@
 
 The gold is written as a submission (``private/gold/``), so both sides are read the same way: the
 task's id column and its first path column of ``submission.csv``. Paths are resolved with the
-grader's own rule (:func:`rexmle.grading.paths.resolve_submission_path`): nothing outside the
+grader's own rule (:func:`rexmle.tasks.paths.resolve_submission_path`): nothing outside the
 submission folder is ever opened.
 """
 
@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from rexmle.challenges.registry import all_tasks, load_implementation
 from rexmle.errors import RexmleError
-from rexmle.grading.csvfile import read_csv_rows
-from rexmle.grading.paths import resolve_submission_path
+from rexmle.tasks.csvfile import read_csv_rows
+from rexmle.tasks.paths import resolve_submission_path
+from rexmle.tasks.registry import all_tasks, load_task
 
 MASK_SUFFIXES = (".nii.gz", ".nii", ".mha", ".mhd", ".nrrd", ".png", ".tif", ".tiff")
 
@@ -33,10 +33,10 @@ def file_column(task_id: str, task_types: tuple[str, ...]) -> tuple[str, str] | 
     spec = all_tasks()[task_id]
     if spec.task_type not in task_types or not spec.is_implemented:
         return None
-    implementation = load_implementation(task_id)
-    if not implementation.path_columns:
+    columns = load_task(task_id).columns
+    if not columns.path_columns:
         return None
-    return implementation.id_column, implementation.path_columns[0]
+    return columns.id_column, columns.path_columns[0]
 
 
 def mask_column(task_id: str) -> tuple[str, str] | None:

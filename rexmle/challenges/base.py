@@ -10,37 +10,16 @@ Generic work (CSV parsing, id and path rules, parallel scoring, ranking, reports
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import ClassVar
 
-from rexmle.challenges.spec import TaskSpec
 from rexmle.errors import TaskNotImplemented
 from rexmle.split import Split
-
-
-@dataclass(frozen=True)
-class SubmissionCase:
-    """One row of a submission: its id, every cell as a string, and resolved file paths."""
-
-    case_id: str
-    row: dict[str, str]
-    paths: dict[str, Path] = field(default_factory=dict)
-    """Path columns resolved inside the submission folder (checked: no escape, regular file)."""
-
-
-@dataclass(frozen=True)
-class LoadedSubmission:
-    """A submission whose CSV, ids and paths passed the generic rules."""
-
-    folder: Path
-    cases: dict[str, SubmissionCase]
-    warnings: list[str] = field(default_factory=list)
-
-    def ids(self) -> list[str]:
-        """Case ids in sorted order (grading order)."""
-        return sorted(self.cases)
+from rexmle.tasks.folders import TaskDirs
+from rexmle.tasks.spec import TaskSpec
+from rexmle.tasks.submission import LoadedSubmission, SubmissionCase
 
 
 @dataclass
@@ -49,34 +28,6 @@ class Scores:
 
     metrics: dict[str, float]
     cases: list[dict[str, object]]
-
-
-@dataclass(frozen=True)
-class TaskDirs:
-    """Folders of a prepared task: ``root`` = ``<data_dir>/<task-id>``."""
-
-    root: Path
-    raw: Path
-
-    @property
-    def public(self) -> Path:
-        """What agents get."""
-        return self.root / "public"
-
-    @property
-    def private(self) -> Path:
-        """Answers and grader inputs."""
-        return self.root / "private"
-
-    @property
-    def gold(self) -> Path:
-        """Ground truth written as a submission."""
-        return self.private / "gold"
-
-    @property
-    def prepared_json(self) -> Path:
-        """Written last: its presence means the task is completely prepared."""
-        return self.root / "prepared.json"
 
 
 class TaskImplementation(ABC):
@@ -123,7 +74,7 @@ class TaskImplementation(ABC):
     # ---- validation (public data only) ---------------------------------------------------------
     def test_ids(self, public_dir: Path) -> list[str]:
         """The ids a submission must hold: by default those of ``public/sample_submission.csv``."""
-        from rexmle.grading.csvfile import read_id_column
+        from rexmle.tasks.csvfile import read_id_column
 
         return read_id_column(public_dir / "sample_submission.csv", self.id_column)
 
@@ -147,3 +98,6 @@ class TaskImplementation(ABC):
         """The non-LLM baseline: train on ``public_dir`` and write a submission."""
         msg = f"{self.spec.id}: the baseline agent has no solver for this task yet"
         raise TaskNotImplemented(msg)
+
+
+__all__ = ["LoadedSubmission", "Scores", "SubmissionCase", "TaskDirs", "TaskImplementation"]

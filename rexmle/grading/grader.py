@@ -1,8 +1,19 @@
-"""Validate and grade a submission folder for a prepared task.
+"""The grading pipeline: validate a submission, score it against ``private/gold/``, rank it.
 
-Validation reads public data only and never computes a score. Grading re-runs validation, loads
-``private/gold/`` with the same loader, calls the task's scorer and ranks the result. A failure that
-is not the submission's fault raises :class:`~rexmle.errors.HarnessError` (exit code 2).
+One pipeline for every task, calling the family's plain functions where the YAML names them:
+
+1. generic rules: ``submission.csv`` parses, has the declared columns, one row per test id, every
+   path cell resolves to its own regular file inside the submission folder;
+2. declared rules: each path column's :class:`~rexmle.tasks.spec.FileRule`;
+3. family checks: ``check_case`` per case (in parallel), then ``check_submission``;
+4. scoring: ``score_case`` per case in parallel (or ``score_dataset`` once), giving typed rows;
+5. aggregation as declared per metric: ``mean`` and ``median`` here, ``dataset`` by the family's
+   ``aggregate`` function;
+6. ranking against the task's leaderboard (:mod:`rexmle.ranking`, a pure function);
+7. the grade report.
+
+Validation (steps 1-3) reads public data only and never computes a score. A failure that is not
+the submission's fault raises :class:`~rexmle.errors.HarnessError` (exit code 2).
 """
 
 from __future__ import annotations
@@ -12,59 +23,59 @@ import json
 import math
 import time
 from pathlib import Path
-from typing import Literal
 
 from rexmle import __version__
-from rexmle.challenges.base import LoadedSubmission, SubmissionCase, TaskDirs, TaskImplementation
-from rexmle.challenges.registry import load_implementation
-from rexmle.config import resolve_data_dir
-from rexmle.errors import MAX_REASONS, HarnessError, InvalidSubmission, NotPrepared
-from rexmle.grading.checks import SubmissionWarning
-from rexmle.grading.csvfile import leading_zero_hints, read_csv_rows
+from rexmle.errors import MAX_REASONS, HarnessError, InvalidSubmission
 from rexmle.grading.integrity import check_private_files
-from rexmle.grading.parallel import default_workers, map_cases
-from rexmle.grading.paths import resolve_submission_path
-from rexmle.grading.reasons import BoundedReasons
 from rexmle.grading.report import GradeReport, ValidationResult
-from rexmle.ranking import load_leaderboard
+from rexmle.ranking import Leaderboard, Ranking
+from rexmle.tasks.checks import SubmissionWarning, check_declared_file
+from rexmle.tasks.csvfile import leading_zero_hints, read_csv_rows, read_id_column
+from rexmle.tasks.folders import TaskDirs, prepared_data_mode, require_prepared, task_dirs
+from rexmle.tasks.jobs import CheckContext, ScoreCase, ScoreJob
+from rexmle.tasks.leaderboard import load_leaderboard
+from rexmle.tasks.parallel import default_workers, map_cases
+from rexmle.tasks.paths import resolve_submission_path
+from rexmle.tasks.reasons import BoundedReasons
+from rexmle.tasks.registry import Task, load_task
+from rexmle.tasks.rows import CaseRow, mean_of, median_of
+from rexmle.tasks.spec import SubmissionSpec
+from rexmle.tasks.submission import LoadedSubmission, SubmissionCase
 
 SUBMISSION_CSV = "submission.csv"
 
 
-def task_dirs(task_id: str, data_dir: Path | None = None) -> TaskDirs:
-    """Folders of ``task_id`` under the data dir (see :mod:`rexmle.config`)."""
-    from rexmle.challenges.registry import get_task
+def submission_spec(task: Task) -> SubmissionSpec:
+    """The task's declared submission columns.
 
-    root = resolve_data_dir(data_dir)
-    spec = get_task(task_id)
-    return TaskDirs(root=root / task_id, raw=root / spec.raw_folder / "raw")
-
-
-def require_prepared(task_id: str, dirs: TaskDirs) -> None:
-    """Raise NotPrepared unless ``prepared.json`` exists (it is written last by prepare)."""
-    if not dirs.prepared_json.is_file():
-        msg = (
-            f"task {task_id!r} is not prepared in {dirs.root.parent} "
-            f"(no {dirs.prepared_json.name}); run: rexmle prepare {task_id} [--mini] "
-            f"--data-dir {dirs.root.parent}"
-        )
-        raise NotPrepared(msg)
+    Raises:
+        HarnessError: the task's YAML declares no ``submission`` section.
+    """
+    if task.spec.submission is None:
+        msg = f"{task.id}: the task declares no submission columns (section submission)"
+        raise HarnessError(msg)
+    return task.spec.submission
 
 
-def prepared_data_mode(dirs: TaskDirs) -> Literal["mini", "full"]:
-    """``mini`` when ``prepared.json`` says the task was prepared from the mini fixture."""
-    prepared = json.loads(dirs.prepared_json.read_text(encoding="utf-8"))
-    return "mini" if prepared.get("mini") else "full"
+def expected_ids(task: Task, context: CheckContext) -> list[str]:
+    """The ids a submission must hold: the family's ``test_ids``, else the sample submission's."""
+    test_ids = task.function("test_ids")
+    if test_ids is not None:
+        return list(test_ids(context))
+    columns = submission_spec(task)
+    return read_id_column(context.public / "sample_submission.csv", columns.id_column)
 
 
 def load_submission(
-    task: TaskImplementation, folder: Path, public_dir: Path, *, workers: int
+    task: Task, folder: Path, public_dir: Path, *, workers: int
 ) -> LoadedSubmission:
-    """Apply every validity rule (generic CSV/id/path rules, then the task's own checks).
+    """Apply every validity rule (generic, declared, then the family's own checks).
 
     Raises:
         InvalidSubmission: with every reason found (not only the first).
     """
+    columns = submission_spec(task)
+    context = CheckContext(task=task.spec, public=public_dir)
     folder = Path(folder)
     if not folder.is_dir():
         msg = f"submission folder {folder} does not exist or is not a folder"
@@ -74,21 +85,22 @@ def load_submission(
         resolved, problem = resolve_submission_path(folder, SUBMISSION_CSV)
         if resolved is None:
             raise InvalidSubmission([f"{SUBMISSION_CSV}: {problem}"])
-    columns, rows = read_csv_rows(csv_path)
+    found_columns, rows = read_csv_rows(csv_path)
+    required = columns.required_columns
     reasons = BoundedReasons()
     warnings = BoundedReasons()
-    missing_cols = [c for c in task.required_columns if c not in columns]
+    missing_cols = [c for c in required if c not in found_columns]
     if missing_cols:
         msg = (
             f"{SUBMISSION_CSV}: missing required column(s) {missing_cols}; "
-            f"expected columns {list(task.required_columns)}, found {columns}"
+            f"expected columns {list(required)}, found {found_columns}"
         )
         raise InvalidSubmission([msg])
-    extra_cols = [c for c in columns if c not in task.required_columns]
+    extra_cols = [c for c in found_columns if c not in required]
     if extra_cols:
         warnings.append(f"{SUBMISSION_CSV}: extra column(s) {extra_cols} are ignored")
 
-    expected = task.test_ids(public_dir)
+    expected = expected_ids(task, context)
     expected_set = set(expected)
     seen: dict[str, int] = {}
     cases: dict[str, SubmissionCase] = {}
@@ -96,9 +108,9 @@ def load_submission(
     unknown: list[tuple[str, str]] = []  # (where, id) of the first MAX_REASONS unknown ids
     n_unknown = 0
     for line, row in enumerate(rows, start=2):
-        case_id = row[task.id_column]
-        where = f"{SUBMISSION_CSV} line {line} ({task.id_column}={case_id!r})"
-        empty = [c for c in task.required_columns if row[c] == ""]
+        case_id = row[columns.id_column]
+        where = f"{SUBMISSION_CSV} line {line} ({columns.id_column}={case_id!r})"
+        empty = [c for c in required if row[c] == ""]
         if empty:
             reasons.append(f"{where}: empty cell in required column(s) {empty}")
             continue
@@ -112,7 +124,7 @@ def load_submission(
                 unknown.append((where, case_id))
             continue
         paths: dict[str, Path] = {}
-        for column in task.path_columns:
+        for column in columns.path_columns:
             resolved, problem = resolve_submission_path(folder, row[column])
             if resolved is None:
                 reasons.append(f"{where}, column {column}: {problem}")
@@ -125,7 +137,7 @@ def load_submission(
                 continue
             path_owner[resolved] = case_id
             paths[column] = resolved
-        if len(paths) == len(task.path_columns):
+        if len(paths) == len(columns.path_columns):
             cases[case_id] = SubmissionCase(case_id=case_id, row=dict(row), paths=paths)
     missing_ids = [i for i in expected if i not in seen]
     hints = leading_zero_hints([i for _, i in unknown], set(missing_ids))
@@ -140,7 +152,7 @@ def load_submission(
             f"Write one row per test case."
         )
     checked = map_cases(
-        functools.partial(_check_case, task, public_dir),
+        functools.partial(_check_case, task, context),
         [cases[i] for i in sorted(cases)],
         workers=workers,
         label="checking files",
@@ -151,15 +163,28 @@ def load_submission(
     if reasons:
         raise InvalidSubmission(reasons.as_list())
     submission = LoadedSubmission(folder=folder, cases=cases, warnings=warnings.as_list())
-    across = task.check_submission(submission, public_dir)
+    check_submission = task.function("check_submission")
+    across = check_submission(submission, context) if check_submission is not None else []
     if across:
-        raise InvalidSubmission(across)
+        raise InvalidSubmission(list(across))
     return submission
 
 
-def _check_case(task: TaskImplementation, public_dir: Path, case: SubmissionCase) -> list[str]:
+def _check_case(task: Task, context: CheckContext, case: SubmissionCase) -> list[str]:
+    """Declared file rules of every path column, then (when they found no error) the family's."""
+    found: list[str] = []
+    columns = submission_spec(task)
+    for column in columns.columns:
+        if column.file is not None:
+            found += check_declared_file(
+                case.paths[column.name], column.file, context.public, case.case_id
+            )
+    if not any(not isinstance(f, SubmissionWarning) for f in found):
+        check_case = task.function("check_case")
+        if check_case is not None:
+            found += check_case(case, context)
     findings = []
-    for finding in task.check_case(case, public_dir):
+    for finding in found:
         text = f"case {case.case_id!r}: {finding}"
         findings.append(SubmissionWarning(text) if isinstance(finding, SubmissionWarning) else text)
     return findings
@@ -173,7 +198,7 @@ def validate_submission(
     workers: int | None = None,
 ) -> ValidationResult:
     """Check a submission's format with public data only (never a score)."""
-    task = load_implementation(task_id)
+    task = load_task(task_id)
     dirs = task_dirs(task_id, data_dir)
     require_prepared(task_id, dirs)
     try:
@@ -193,6 +218,82 @@ def validate_submission(
     )
 
 
+def score_rows(task: Task, job: ScoreJob) -> list[CaseRow]:
+    """Per-case rows: ``score_case`` over the cases in parallel (id order), or ``score_dataset``.
+
+    Raises:
+        HarnessError: the scorer returned something other than one row per case.
+    """
+    score_case = task.function("score_case")
+    if score_case is not None:
+        items = [
+            ScoreCase(
+                case_id=case_id,
+                submitted=job.submission.cases[case_id],
+                gold=job.gold.cases[case_id],
+                public=job.public,
+                private=job.private,
+                params=dict(job.task.params),
+            )
+            for case_id in job.submission.ids()
+        ]
+        rows = map_cases(score_case, items, workers=job.workers)
+    else:
+        rows = task.required_function("score_dataset")(job)
+    if not all(isinstance(row, CaseRow) for row in rows):
+        msg = f"{task.id}: the scorer must return CaseRow objects"
+        raise HarnessError(msg)
+    return list(rows)
+
+
+def aggregate_metrics(task: Task, rows: list[CaseRow]) -> dict[str, float]:
+    """Every declared metric over the test set, as its ``aggregate`` says.
+
+    Raises:
+        HarnessError: a ``dataset`` metric is declared but no ``aggregate`` function, or a
+            declared key is missing or not finite.
+    """
+    values: dict[str, float] = {}
+    dataset_keys = [m.key for m in task.spec.metrics if m.aggregate == "dataset"]
+    if dataset_keys:
+        aggregate = task.function("aggregate")
+        if aggregate is None:
+            msg = f"{task.id}: metrics {dataset_keys} are 'dataset' but no aggregate is declared"
+            raise HarnessError(msg)
+        computed = aggregate(rows, task.spec)
+        values.update({k: float(computed[k]) for k in dataset_keys if k in computed})
+    for metric in task.spec.metrics:
+        if metric.aggregate == "mean":
+            values[metric.key] = mean_of(rows, metric.key)
+        elif metric.aggregate == "median":
+            values[metric.key] = median_of(rows, metric.key)
+    ordered = {m.key: values[m.key] for m in task.spec.metrics if m.key in values}
+    missing = [m.key for m in task.spec.metrics if m.key not in ordered]
+    if missing:
+        msg = f"{task.id}: the scorer returned no value for {missing}"
+        raise HarnessError(msg)
+    bad = {k: v for k, v in ordered.items() if not math.isfinite(v)}
+    if bad:
+        msg = f"{task.id}: the scorer returned non-finite values {bad}"
+        raise HarnessError(msg)
+    return ordered
+
+
+def _legacy_scores(task: Task, job: ScoreJob) -> tuple[dict[str, float], list[dict[str, object]]]:
+    """(transition) metrics and case dicts of a TaskImplementation's ``score``."""
+    scores = task.required_function("score_dataset")(job)
+    expected_keys = [m.key for m in task.spec.metrics] + list(task.spec.extra_metrics)
+    missing = [k for k in expected_keys if k not in scores.metrics]
+    if missing:
+        msg = f"{task.id}: the scorer returned no value for {missing}"
+        raise HarnessError(msg)
+    bad = {k: v for k, v in scores.metrics.items() if not math.isfinite(v)}
+    if bad:
+        msg = f"{task.id}: the scorer returned non-finite values {bad}"
+        raise HarnessError(msg)
+    return {k: float(v) for k, v in scores.metrics.items()}, scores.cases
+
+
 def grade_submission(
     task_id: str,
     submission_dir: Path,
@@ -205,11 +306,11 @@ def grade_submission(
     Raises:
         NotPrepared: the task is not prepared in the data dir.
         HarnessError: a private file differs from ``prepared.json``, gold does not load, the
-            scorer fails or returns a non-finite or missing
-            leaderboard value (a harness problem, not the submission's).
+            scorer fails or returns a non-finite or missing value (a harness problem, not the
+            submission's).
     """
     started = time.perf_counter()
-    task = load_implementation(task_id)
+    task = load_task(task_id)
     dirs = task_dirs(task_id, data_dir)
     require_prepared(task_id, dirs)
     check_private_files(task_id, dirs)
@@ -230,34 +331,51 @@ def grade_submission(
             rexmle_version=__version__,
             seconds=time.perf_counter() - started,
         )
-    try:
-        gold = load_submission(task, dirs.gold, dirs.public, workers=n_workers)
-    except InvalidSubmission as err:
-        msg = f"{task_id}: private/gold is not a valid submission (broken preparation?): {err}"
-        raise HarnessError(msg) from err
-    scores = task.score(submission, gold, dirs, workers=n_workers)
-    expected_keys = [m.key for m in task.spec.metrics] + list(task.spec.extra_metrics)
-    missing = [k for k in expected_keys if k not in scores.metrics]
-    if missing:
-        msg = f"{task_id}: the scorer returned no value for {missing}"
-        raise HarnessError(msg)
-    bad = {k: v for k, v in scores.metrics.items() if not math.isfinite(v)}
-    if bad:
-        msg = f"{task_id}: the scorer returned non-finite values {bad}"
-        raise HarnessError(msg)
-    ranking = leaderboard.rank({m.key: scores.metrics[m.key] for m in task.spec.metrics})
+    gold = load_gold(task, dirs, workers=n_workers)
+    job = ScoreJob(
+        submission=submission,
+        gold=gold,
+        task=task.spec,
+        public=dirs.public,
+        private=dirs.private,
+        workers=n_workers,
+    )
+    if task.spec.implementation is not None and task.spec.functions is None:
+        metrics, cases = _legacy_scores(task, job)
+    else:
+        rows = score_rows(task, job)
+        metrics = aggregate_metrics(task, rows)
+        cases = [row.as_json() for row in rows]
     return GradeReport(
         task=task_id,
         valid=True,
         reasons=[],
         warnings=submission.warnings,
-        metrics={k: float(v) for k, v in scores.metrics.items()},
-        cases=scores.cases,
-        ranking=ranking,
+        metrics=metrics,
+        cases=cases,
+        ranking=rank_metrics(leaderboard, task, metrics),
         data=data,
         rexmle_version=__version__,
         seconds=time.perf_counter() - started,
     )
+
+
+def load_gold(task: Task, dirs: TaskDirs, *, workers: int) -> LoadedSubmission:
+    """``private/gold/`` loaded with the submission rules.
+
+    Raises:
+        HarnessError: gold is not a valid submission (a broken preparation).
+    """
+    try:
+        return load_submission(task, dirs.gold, dirs.public, workers=workers)
+    except InvalidSubmission as err:
+        msg = f"{task.id}: private/gold is not a valid submission (broken preparation?): {err}"
+        raise HarnessError(msg) from err
+
+
+def rank_metrics(leaderboard: Leaderboard, task: Task, metrics: dict[str, float]) -> Ranking:
+    """The ranking of the ranked metrics' values on the leaderboard."""
+    return leaderboard.rank({m.key: metrics[m.key] for m in task.spec.ranked_metrics})
 
 
 def write_report(report: GradeReport, path: Path) -> None:

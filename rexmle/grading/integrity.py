@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 
-from rexmle.challenges.base import TaskDirs
 from rexmle.errors import HarnessError
+from rexmle.tasks.files import sha256_file
+from rexmle.tasks.folders import TaskDirs
 
 
 def check_private_files(task_id: str, dirs: TaskDirs) -> None:
@@ -19,8 +20,6 @@ def check_private_files(task_id: str, dirs: TaskDirs) -> None:
         HarnessError: ``prepared.json`` lists no private files, or a listed file is missing, a
             link, or changed since prepare; the message names the file (exit code 2).
     """
-    from rexmle.preparation import sha256_file  # preparation imports grading: not at the top
-
     manifest = json.loads(dirs.prepared_json.read_text(encoding="utf-8"))
     listed = manifest.get("files", {}).get("private")
     if not isinstance(listed, dict) or not listed:

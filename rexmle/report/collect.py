@@ -20,8 +20,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rexmle.challenges.registry import all_tasks
 from rexmle.errors import RexmleError
+from rexmle.tasks.registry import all_tasks
 
 _SEED = re.compile(r"^seed-(\d+)$")
 UNFINISHED_STATUSES = frozenset({"running", "cancelled"})

@@ -129,7 +129,7 @@ def score_key(task_id: str, cases: list[dict[str, object]]) -> str | None:
     """The per-case column that ranks cases: the headline key when present, else the first
     leaderboard metric present; None when cases carry no metric (cases are then taken in id
     order)."""
-    from rexmle.challenges.registry import get_task
+    from rexmle.tasks.registry import get_task
 
     spec = get_task(task_id)
     if not cases:
@@ -228,7 +228,7 @@ def write_overlays(task_id: str, submission: Path, gold: Path, run_folder: Path)
     Raises:
         OSError, ValueError, rexmle.io.ImageReadError: a file cannot be read or written.
     """
-    from rexmle.challenges.registry import get_task
+    from rexmle.tasks.registry import get_task
 
     target = run_folder / OVERLAY_DIR
     shutil.rmtree(target, ignore_errors=True)

@@ -17,9 +17,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from rexmle.challenges.registry import all_tasks
 from rexmle.errors import RexmleError
 from rexmle.report.collect import RunResult
+from rexmle.tasks.registry import all_tasks
 
 CATEGORY_OF_TYPE = {
     "segmentation": "segmentation",

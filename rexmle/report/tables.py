@@ -19,14 +19,11 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterator, Sequence
-from importlib import resources
 
 import numpy as np
 import pandas as pd
 
-from rexmle.challenges.registry import all_tasks
 from rexmle.errors import RexmleError
-from rexmle.ranking import load_leaderboard
 from rexmle.report.collect import RunResult
 from rexmle.report.runtable import (
     CATEGORY_OF_TYPE,
@@ -40,6 +37,8 @@ from rexmle.report.stats import (
     sample_std,
     sem_over_seeds,
 )
+from rexmle.tasks.leaderboard import leaderboard_bytes, leaderboard_source, load_leaderboard
+from rexmle.tasks.registry import all_tasks
 
 FAIL = "FAIL"
 NOT_RUN = ""
@@ -273,13 +272,12 @@ def leaderboard_sources(task_ids: Sequence[str]) -> pd.DataFrame:
     """Per task: the human leaderboard file, its SHA-256 (first 12 digits) and its N rows."""
     rows = []
     for task_id in task_order(task_ids):
-        resource = resources.files("rexmle.leaderboards").joinpath(f"{task_id}.csv")
-        digest = hashlib.sha256(resource.read_bytes()).hexdigest()[:12]
+        digest = hashlib.sha256(leaderboard_bytes(task_id)).hexdigest()[:12]
         rows.append(
             {
                 "task": task_id,
                 "N": load_leaderboard(task_id).n_rows,
-                "source": f"rexmle/leaderboards/{task_id}.csv",
+                "source": leaderboard_source(task_id),
                 "sha256": digest,
                 "metrics": ", ".join(load_leaderboard(task_id).metrics),
             }

@@ -12,11 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rexmle.agents.registry import AgentSpec
-from rexmle.challenges.base import TaskImplementation
-from rexmle.challenges.registry import all_tasks, get_task, load_implementation
 from rexmle.errors import DataError, NotPrepared, SpecError, TaskNotImplemented
 from rexmle.runner.executor import RunJob
 from rexmle.runner.records import RunConfig, needs_run, run_dir
+from rexmle.tasks.registry import all_tasks, get_task, load_task
 
 SUITES = ("mini", "all")
 
@@ -54,11 +53,6 @@ def select_tasks(tasks: Sequence[str], suite: str | None) -> tuple[list[str], bo
     return list(dict.fromkeys(tasks)), False
 
 
-def has_baseline(impl: TaskImplementation) -> bool:
-    """Whether the implementation overrides ``solve_baseline``."""
-    return type(impl).solve_baseline is not TaskImplementation.solve_baseline
-
-
 def implemented_tasks(
     task_ids: Sequence[str], agent: AgentSpec
 ) -> tuple[list[str], dict[str, str]]:
@@ -67,11 +61,11 @@ def implemented_tasks(
     left_out: dict[str, str] = {}
     for task_id in task_ids:
         try:
-            impl = load_implementation(task_id)
+            task = load_task(task_id)
         except TaskNotImplemented:
             left_out[task_id] = "not implemented: the task has no prepare/grade code yet"
             continue
-        if agent.kind == "baseline" and not has_baseline(impl):
+        if agent.kind == "baseline" and not task.has_baseline:
             left_out[task_id] = "not implemented: the task has no baseline solver yet"
             continue
         runnable.append(task_id)
@@ -84,8 +78,8 @@ def ensure_prepared(task_ids: Sequence[str], data_dir: Path, *, mini: bool) -> d
     Full data is never downloaded here (``rexmle prepare`` does that); a task prepared with the
     other data kind is a problem, not silently replaced.
     """
-    from rexmle.grading.grader import task_dirs
-    from rexmle.preparation import prepare_task, read_prepared
+    from rexmle.preparation import prepare_task
+    from rexmle.tasks.folders import read_prepared, task_dirs
 
     problems: dict[str, str] = {}
     for task_id in task_ids:

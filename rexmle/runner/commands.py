@@ -330,9 +330,9 @@ def _execute_local(
 ) -> None:
     """Run the plan's jobs in the local pool (with the LLM gateway when one is planned), print
     the summary, exit by the exit-code rules."""
-    from rexmle.grading.parallel import default_workers
     from rexmle.llm.run_setup import running_gateway
     from rexmle.runner.executor import RunOptions, run_jobs
+    from rexmle.tasks.parallel import default_workers
 
     networks = {job.config.agent.network for job in plan.jobs} or {False}
     for network in sorted(networks):

@@ -20,13 +20,13 @@ from rich.console import Console
 
 from rexmle.agents.dummy import copy_sample_submission
 from rexmle.agents.registry import load_agent
-from rexmle.challenges.registry import all_tasks, get_task
 from rexmle.errors import RexmleError
 from rexmle.report.render import MINI_BANNER
 from rexmle.runner.batch import ensure_prepared, implemented_tasks, plan_runs
 from rexmle.runner.executor import RunOptions, run_jobs
 from rexmle.runner.records import read_record
 from rexmle.runner.sandbox import SandboxKind, choose_sandbox
+from rexmle.tasks.registry import all_tasks, get_task
 
 DEMO_GROUP = "demo"
 DEFAULT_TIME_LIMIT_S = 600.0
@@ -69,7 +69,7 @@ class DemoResult:
 def sample_headline(task_id: str, data_dir: Path) -> float | None:
     """Headline value of the task's sample submission (graded in-process, one worker)."""
     from rexmle.grading import grade_submission
-    from rexmle.grading.grader import task_dirs
+    from rexmle.tasks.folders import task_dirs
 
     dirs = task_dirs(task_id, data_dir)
     with tempfile.TemporaryDirectory(prefix="rexmle-sample-") as scratch:

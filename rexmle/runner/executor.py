@@ -202,7 +202,7 @@ def _grade(job: RunJob, options: RunOptions, submission: Path) -> tuple[GradeSum
     partial.replace(grade_json)
     if not report.valid:
         return summary, None
-    from rexmle.challenges.registry import get_task
+    from rexmle.tasks.registry import get_task
 
     headline = get_task(job.config.task).headline.key
     return (
@@ -222,8 +222,8 @@ def _write_overlays(job: RunJob, options: RunOptions, submission: Path) -> None:
     """Overlay images of a graded segmentation run, drawn from the private gold into the run
     folder (``overlays/``, never the workspace; :mod:`rexmle.report.overlays`). A failure is
     written to ``overlays/error.txt`` and leaves the run's status alone."""
-    from rexmle.grading.grader import task_dirs
     from rexmle.report.overlays import OVERLAY_DIR, write_overlays
+    from rexmle.tasks.folders import task_dirs
 
     gold = task_dirs(job.config.task, options.data_dir).gold
     try:
@@ -384,7 +384,7 @@ def _execute_locked(
     claimed_socket_dir = SocketDir()
     socket_dir = claimed_socket_dir.path
     try:
-        from rexmle.grading.grader import require_prepared, task_dirs
+        from rexmle.tasks.folders import require_prepared, task_dirs
 
         dirs = task_dirs(config.task, options.data_dir)
         require_prepared(config.task, dirs)

@@ -26,7 +26,6 @@ from pathlib import Path
 
 from rich.progress import TaskID
 
-from rexmle.challenges.spec import SourceFile, SourceSpec, TaskSpec
 from rexmle.sources.checksums import algorithms_needed, checksum_problems, file_digests
 from rexmle.sources.disk import ensure_free_space
 from rexmle.sources.errors import ChecksumMismatchError, DownloadError, UnsafeArchiveError
@@ -51,6 +50,7 @@ from rexmle.sources.manifest import (
 from rexmle.sources.progress import TransferProgress, member_progress
 from rexmle.sources.remote import RemoteFile
 from rexmle.sources.zenodo import resolve_zenodo
+from rexmle.tasks.spec import SourceFile, SourceSpec, TaskSpec
 
 log = logging.getLogger(__name__)
 

@@ -11,8 +11,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from rexmle import __version__
-from rexmle.challenges.spec import SourceKind, TaskSpec
 from rexmle.sources.checksums import parse_checksum
+from rexmle.tasks.spec import SourceKind, TaskSpec
 
 MANIFEST_NAME = ".rexmle-sources.json"
 MANIFEST_VERSION = 1

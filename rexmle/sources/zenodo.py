@@ -7,10 +7,10 @@ import urllib.request
 from collections.abc import Callable
 from typing import Any
 
-from rexmle.challenges.spec import SourceSpec
 from rexmle.sources.errors import DownloadError
 from rexmle.sources.http import RetryPolicy, get_json
 from rexmle.sources.remote import ZENODO_URL_ENV, RemoteFile, base_url
+from rexmle.tasks.spec import SourceSpec
 
 
 def record_url(record: str) -> str:

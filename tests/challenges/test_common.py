@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from rexmle.challenges.base import LoadedSubmission, SubmissionCase
-from rexmle.challenges.common import case_path_items, check_image_label_grid, write_csv
 from rexmle.errors import DataError
 from rexmle.io import write_image
+from rexmle.tasks.files import case_path_items, check_image_label_grid, write_csv
 
 
 def test_write_csv_round_trip_keeps_ids_and_quotes(tmp_path) -> None:

@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 from rexmle.challenges.dentex import metrics, prepare
-from rexmle.challenges.registry import load_implementation
 from rexmle.errors import DataError
 from rexmle.grading.grader import grade_submission, validate_submission
+from rexmle.tasks.registry import load_task
 
 TASK = "dentex"
 
@@ -184,7 +184,7 @@ def test_baseline_beats_the_sample(prepared: Path, tmp_path: Path) -> None:
     first, second = tmp_path / "a", tmp_path / "b"
     for folder in (first, second):
         folder.mkdir()
-        load_implementation(TASK).solve_baseline(public, folder, seed=0)
+        load_task(TASK).solve_baseline(public, folder, seed=0)
     assert (first / "submission.csv").read_bytes() == (second / "submission.csv").read_bytes()
     assert _gold_detections(first) == _gold_detections(second)
     report = _grade(prepared, first)
@@ -390,8 +390,7 @@ def test_csv_rules_missing_extra_and_escaping_paths(prepared: Path, tmp_path: Pa
 
 @pytest.mark.slow
 def test_gold_of_the_real_data_scores_one() -> None:
-    from rexmle.grading.grader import task_dirs
-    from rexmle.preparation import read_prepared
+    from rexmle.tasks.folders import read_prepared, task_dirs
 
     dirs = task_dirs(TASK)
     manifest = read_prepared(dirs)

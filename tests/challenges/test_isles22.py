@@ -16,6 +16,7 @@ import pytest
 from rexmle.grading import grade_submission, validate_submission
 from rexmle.io import read_geometry, read_image, write_image
 from rexmle.preparation import prepare_task
+from rexmle.tasks.registry import load_task
 
 TASK = "isles22"
 
@@ -268,11 +269,10 @@ def test_affine_mismatch_is_only_a_warning(dirs, tmp_path) -> None:
 
 
 def test_baseline_beats_the_sample_submission(dirs, tmp_path) -> None:
-    from rexmle.challenges.registry import load_implementation
 
     folder = tmp_path / "baseline"
     folder.mkdir()
-    load_implementation(TASK).solve_baseline(dirs.public, folder, seed=0)
+    load_task(TASK).solve_baseline(dirs.public, folder, seed=0)
     report = _grade(dirs, folder)
     assert report.valid
     assert report.metrics["dice"] > 0.5  # the sample scores 0.5 (see the sample test)
@@ -287,12 +287,12 @@ def test_prepare_twice_is_a_noop_and_force_redoes(dirs) -> None:
 
 
 def test_interrupted_prepare_leaves_no_complete_looking_folder(tmp_path, monkeypatch) -> None:
-    from rexmle.challenges.isles22 import task as isles_task
+    from rexmle.challenges.isles22 import prepare as isles_prepare
 
     def broken(*args, **kwargs):
         raise OSError("disk full (simulated)")
 
-    monkeypatch.setattr(isles_task.prepare, "prepare", broken)
+    monkeypatch.setattr(isles_prepare, "prepare", broken)
     with pytest.raises(OSError, match="disk full"):
         prepare_task(TASK, data_dir=tmp_path, mini=True)
     assert not (tmp_path / TASK / "prepared.json").exists()

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from rexmle.challenges.registry import load_implementation
 from rexmle.grading import grade_submission, validate_submission
+from rexmle.tasks.registry import load_task
 
 TASK = "ldct-iqa"
 # test.json of the fixture: 0000 .. 0005 -> these reference scores (one tie)
@@ -110,7 +110,7 @@ def test_leading_zero_hint_when_the_full_id_comes_later(dirs, tmp_path) -> None:
 
 def test_baseline_beats_the_constant_sample(dirs, tmp_path) -> None:
     folder = tmp_path / "baseline"
-    load_implementation(TASK).solve_baseline(dirs.public, folder)
+    load_task(TASK).solve_baseline(dirs.public, folder)
     report = _grade(dirs, folder)
     assert report.valid
     assert report.metrics["score"] > 0.0

@@ -15,9 +15,9 @@ from scipy import ndimage
 
 from rexmle.challenges.neurips_cellseg import metrics, prepare, submission
 from rexmle.challenges.neurips_cellseg.fixture import TRAINING_NAMES, TUNING_NAMES
-from rexmle.challenges.registry import load_implementation
 from rexmle.errors import DataError
 from rexmle.grading.grader import grade_submission, validate_submission
+from rexmle.tasks.registry import load_task
 
 TASK = "neurips-cellseg"
 
@@ -194,7 +194,7 @@ def test_baseline_beats_the_sample(prepared: Path, tmp_path: Path) -> None:
     first, second = tmp_path / "a", tmp_path / "b"
     for folder in (first, second):
         folder.mkdir()
-        load_implementation(TASK).solve_baseline(public, folder, seed=0)
+        load_task(TASK).solve_baseline(public, folder, seed=0)
     for path in sorted((first / "predictions").iterdir()):
         assert np.array_equal(_read(path), _read(second / "predictions" / path.name))
     report = _grade(prepared, first)
@@ -342,8 +342,7 @@ def test_csv_rules_missing_extra_and_escaping_paths(prepared: Path, tmp_path: Pa
 
 @pytest.mark.slow
 def test_gold_of_the_real_data_reaches_the_logged_cap() -> None:
-    from rexmle.grading.grader import task_dirs
-    from rexmle.preparation import read_prepared
+    from rexmle.tasks.folders import read_prepared, task_dirs
 
     dirs = task_dirs(TASK)
     manifest = read_prepared(dirs)

@@ -20,6 +20,7 @@ from rexmle.challenges.panther.prepare import LAYOUTS, discover_cases, prepare
 from rexmle.errors import DataError
 from rexmle.grading import grade_submission, validate_submission
 from rexmle.io import read_image, write_image
+from rexmle.tasks.registry import load_task
 
 TASKS = ("panther-task1", "panther-task2")
 HEADER = ("image_id", "predicted_mask_path")
@@ -321,12 +322,11 @@ def test_prepare_rejects_a_duplicated_image_and_a_missing_label(tmp_path) -> Non
 
 
 def test_baseline_beats_the_sample_submission(task, tmp_path) -> None:
-    from rexmle.challenges.registry import load_implementation
 
     task_id, dirs, _ = task
     folder = tmp_path / "baseline"
     folder.mkdir()
-    load_implementation(task_id).solve_baseline(dirs.public, folder, seed=0)
+    load_task(task_id).solve_baseline(dirs.public, folder, seed=0)
     report = _grade(task_id, dirs, folder)
     assert report.valid
     assert report.metrics["dsc"] > 0.5  # the sample scores 0

@@ -442,10 +442,10 @@ def test_invalid_nuclei_files_are_rejected_naming_the_case(all_dirs, tmp_path, c
     [(t, "dice") for t in TISSUE_TASKS[:1]] + [(t, "f1") for t in NUCLEI_TASKS],
 )
 def test_baseline_beats_the_sample_submission(all_dirs, task, key, tmp_path) -> None:
-    from rexmle.challenges.registry import load_implementation
+    from rexmle.tasks.registry import load_task
 
     dirs = all_dirs[task]
-    impl = load_implementation(task)
+    impl = load_task(task)
     scores = []
     for run in ("a", "b"):
         folder = tmp_path / run

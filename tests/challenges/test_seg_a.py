@@ -18,6 +18,7 @@ from rexmle.challenges.seg_a.prepare import discover_cases, prepare
 from rexmle.errors import DataError
 from rexmle.grading import grade_submission, validate_submission
 from rexmle.io import read_image, write_image
+from rexmle.tasks.registry import load_task
 
 TASK = "seg_a"
 HEADER = ("image_id", "predicted_mask_path")
@@ -270,11 +271,10 @@ def test_prepare_rejects_duplicate_ids(tmp_path) -> None:
 
 
 def test_baseline_beats_the_sample_submission(dirs, tmp_path) -> None:
-    from rexmle.challenges.registry import load_implementation
 
     folder = tmp_path / "baseline"
     folder.mkdir()
-    load_implementation(TASK).solve_baseline(dirs.public, folder, seed=0)
+    load_task(TASK).solve_baseline(dirs.public, folder, seed=0)
     report = _grade(dirs, folder)
     assert report.valid
     assert report.metrics["dsc_50pc"] > 0.5  # the sample scores 0

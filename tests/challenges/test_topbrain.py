@@ -22,6 +22,7 @@ from rexmle.errors import DataError
 from rexmle.grading import grade_submission, validate_submission
 from rexmle.io import read_image, write_image
 from rexmle.metrics.topology import label_neighbors
+from rexmle.tasks.registry import load_task
 
 TASKS = {"topbrain-track1": "ct", "topbrain-track2": "mr"}
 HEADER = ("image_id", "predicted_mask_path")
@@ -322,12 +323,11 @@ def test_prepare_rejects_bad_raw_labels(tmp_path) -> None:
 
 
 def test_baseline_beats_the_sample_submission(task, tmp_path) -> None:
-    from rexmle.challenges.registry import load_implementation
 
     task_id, _, dirs, _ = task
     folder = tmp_path / "baseline"
     folder.mkdir()
-    load_implementation(task_id).solve_baseline(dirs.public, folder, seed=0)
+    load_task(task_id).solve_baseline(dirs.public, folder, seed=0)
     report = _grade(task_id, dirs, folder)
     assert report.valid
     assert report.metrics["dice"] > 0.3  # the sample scores 0

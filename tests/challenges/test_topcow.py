@@ -12,11 +12,11 @@ import nibabel as nib
 import numpy as np
 import pytest
 
-from rexmle.challenges.registry import load_implementation
 from rexmle.challenges.topcow import fixture
 from rexmle.challenges.topcow.roi import Box, read_roi
 from rexmle.grading import grade_submission, validate_submission
 from rexmle.io import read_image, write_image
+from rexmle.tasks.registry import load_task
 
 TASKS = [f"topcow-track{t}-task{k}" for t in (1, 2) for k in (1, 2, 3)]
 SEG, BOX, EDG = "topcow-track1-task1", "topcow-track1-task2", "topcow-track1-task3"
@@ -113,7 +113,7 @@ def test_the_fixture_is_the_same_whichever_task_writes_it(tmp_path) -> None:
     trees = {}
     for task_id in ("topcow-track1-task1", "topcow-track2-task3"):
         root = tmp_path / task_id
-        load_implementation(task_id).make_fixture(root, seed=0)
+        load_task(task_id).make_fixture(root, seed=0)
         trees[task_id] = {
             p.relative_to(root).as_posix(): (
                 np.asarray(read_image(p).array).tobytes()
@@ -151,7 +151,7 @@ def test_sample_is_valid_and_baseline_beats_it(prepared, task_id: str, tmp_path)
     sample_report = _grade(task_id, dirs, sample)
     assert sample_report.valid, sample_report.reasons
     baseline = tmp_path / "baseline"
-    load_implementation(task_id).solve_baseline(dirs.public, baseline, seed=0)
+    load_task(task_id).solve_baseline(dirs.public, baseline, seed=0)
     baseline_report = _grade(task_id, dirs, baseline)
     assert baseline_report.valid, baseline_report.reasons
     headline = HEADLINE[_task_number(task_id)]

@@ -13,8 +13,8 @@ import pytest
 from PIL import Image
 from scipy import ndimage
 
-from rexmle.challenges.registry import load_implementation
 from rexmle.grading import grade_submission, validate_submission
+from rexmle.tasks.registry import load_task
 
 TASK = "usenhance"
 
@@ -123,7 +123,7 @@ def test_unreadable_file_and_non_png(dirs, tmp_path) -> None:
 
 def test_baseline_beats_the_sample_on_every_metric(dirs, tmp_path) -> None:
     folder = tmp_path / "baseline"
-    load_implementation(TASK).solve_baseline(dirs.public, folder)
+    load_task(TASK).solve_baseline(dirs.public, folder)
     report = _grade(dirs, folder)
     assert report.valid
     assert report.metrics["lncc"] > 0.0

@@ -30,9 +30,9 @@ from pathlib import Path
 import numpy as np
 
 from rexmle.agents.dummy import copy_sample_submission
-from rexmle.challenges.base import TaskDirs
-from rexmle.challenges.registry import load_implementation
 from rexmle.grading import grade_submission
+from rexmle.tasks.folders import TaskDirs
+from rexmle.tasks.registry import load_task
 
 GOLDEN_DIR = Path(__file__).resolve().parent
 SUBMISSION_CSV = "submission.csv"
@@ -67,7 +67,7 @@ def _sample(dirs: TaskDirs, out: Path) -> Path:
 
 def _baseline(task_id: str, dirs: TaskDirs, out: Path) -> Path:
     out.mkdir(parents=True)
-    load_implementation(task_id).solve_baseline(dirs.public, out, seed=0)
+    load_task(task_id).solve_baseline(dirs.public, out, seed=0)
     return out
 
 
@@ -81,7 +81,7 @@ def _missing_row(dirs: TaskDirs, out: Path) -> Path:
 def _mixed(task_id: str, dirs: TaskDirs, out: Path) -> Path:
     """Gold, except that the first gold row and the files it names come from the sample."""
     shutil.copytree(dirs.gold, out)
-    impl = load_implementation(task_id)
+    impl = load_task(task_id).columns
     header, rows = _read_csv(out / SUBMISSION_CSV)
     sample_header, sample_rows = _read_csv(dirs.public / "sample_submission.csv")
     id_index = header.index(impl.id_column)
@@ -178,7 +178,7 @@ def _mover(path: Path) -> Callable[[Path], None]:
 
 def _shifted(task_id: str, dirs: TaskDirs, out: Path) -> Path:
     shutil.copytree(dirs.gold, out)
-    impl = load_implementation(task_id)
+    impl = load_task(task_id).columns
     header, rows = _read_csv(out / SUBMISSION_CSV)
     for number, row in enumerate(rows):
         for column in impl.path_columns:

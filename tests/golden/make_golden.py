@@ -15,8 +15,8 @@ from pathlib import Path
 
 from golden_cases import VARIANTS, golden_path, grade_variant
 
-from rexmle.challenges.registry import all_tasks
 from rexmle.preparation import prepare_task
+from rexmle.tasks.registry import all_tasks
 
 
 def main(argv: list[str]) -> int:

@@ -12,7 +12,7 @@ import json
 import pytest
 from golden_cases import VARIANTS, golden_path, grade_variant
 
-from rexmle.challenges.registry import all_tasks
+from rexmle.tasks.registry import all_tasks
 
 TASKS = sorted(all_tasks())
 

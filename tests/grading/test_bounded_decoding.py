@@ -12,8 +12,8 @@ import sys
 import pytest
 from bomb_files import BOMB_TASKS, WRITERS, bomb_submission, grade_json, peak_rss_mib
 
-from rexmle.challenges.registry import load_implementation
 from rexmle.io import ImageTooLarge, read_geometry, read_image
+from rexmle.tasks.registry import load_task
 
 DECODED_MIB = 512
 PEAK_LIMIT_MIB = 320
@@ -24,7 +24,7 @@ PEAK_LIMIT_MIB = 320
 def test_bomb_is_invalid_with_a_reason_and_small_peak_rss(suffix, prepared_mini, tmp_path):
     task_id = BOMB_TASKS[suffix]
     dirs = prepared_mini(task_id)
-    impl = load_implementation(task_id)
+    impl = load_task(task_id).columns
     (path_column,) = impl.path_columns
     folder = bomb_submission(
         dirs.gold, suffix, tmp_path / "sub", id_column=impl.id_column, path_column=path_column

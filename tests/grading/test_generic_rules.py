@@ -13,7 +13,7 @@ import pytest
 
 from rexmle.errors import MAX_REASONS, InvalidSubmission
 from rexmle.grading import validate_submission
-from rexmle.grading.reasons import BoundedReasons
+from rexmle.tasks.reasons import BoundedReasons
 
 TASK = "isles22"
 HEADER = "case_id,predicted_mask_path\n"

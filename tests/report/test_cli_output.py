@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from importlib import resources
+from pathlib import Path
 
-from rexmle.challenges.registry import all_tasks
+from rexmle.tasks.registry import all_tasks
 
 
 def _rexmle(*args: str) -> subprocess.CompletedProcess[str]:
@@ -30,10 +30,11 @@ def test_info_json_counts_the_leaderboard_rows(tmp_path) -> None:
     done = _rexmle("info", "topcow-track1-task2", "--json", "--data-dir", str(tmp_path))
     assert done.returncode == 0, done.stderr
     payload = json.loads(done.stdout)
-    text = resources.files("rexmle.leaderboards").joinpath("topcow-track1-task2.csv").read_text()
+    source = "rexmle/challenges/topcow/topcow-track1-task2.leaderboard.csv"
+    text = (Path(__file__).resolve().parents[2] / source).read_text()
     rows = [line for line in text.splitlines()[1:] if line.strip()]
     assert payload["leaderboard"]["n_rows"] == len(rows)
-    assert payload["leaderboard"]["source"] == "rexmle/leaderboards/topcow-track1-task2.csv"
+    assert payload["leaderboard"]["source"] == source
     assert payload["id"] == "topcow-track1-task2" and payload["prepared"] == "-"
     unknown = _rexmle("info", "no-such-task", "--json")
     assert unknown.returncode == 2 and "no-such-task" in unknown.stderr

@@ -63,7 +63,7 @@ def test_published_form_row_order_fail_cells_and_overall_row() -> None:
     assert table.loc[0, "human"] == "0.79"  # ISLES'22 best dice 0.7869
     assert list(table["category"])[:-2].count("segmentation") == 11
     assert table.iloc[-2]["AIDE rank"] == "20"  # tasks run
-    assert table.loc[0, "human N"] == str(10)  # rows of rexmle/leaderboards/isles22.csv
+    assert table.loc[0, "human N"] == str(10)  # rows of isles22.leaderboard.csv
 
 
 def test_seed_statistics_and_bootstrap_interval() -> None:

@@ -182,7 +182,7 @@ def test_reports_flag_mini_data_isolation_and_give_reasons(runs: Path) -> None:
     assert "| running |" not in failed and "| infra_error |" not in failed
     assert "| running |" in not_scored and "the grader failed (exit 2)" in not_scored
     assert "| crash: other |" in failed  # agent_error with an empty stderr
-    assert "| isles22 | 10 | rexmle/leaderboards/isles22.csv |" in markdown
+    assert "| isles22 | 10 | rexmle/challenges/isles22/isles22.leaderboard.csv |" in markdown
     page = render_html(results)
     assert "class='banner mini'" in page and "id='failures'" in page
     assert page.count("<svg") == 6  # three plots for each of the two tables

@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 
 from rexmle.agents.registry import load_agent
-from rexmle.challenges.base import TaskDirs
 from rexmle.preparation import prepare_task
 from rexmle.runner.executor import RunJob, RunOptions, execute_run
 from rexmle.runner.records import RunConfig, RunRecord, run_dir
 from rexmle.runner.sandbox import Sandbox
 from rexmle.runner.sandbox.bwrap import bwrap_problem
 from rexmle.runner.sandbox.local import LocalSandbox
+from rexmle.tasks.folders import TaskDirs
 
 RunAgent = Callable[..., tuple[RunRecord, Path]]
 

@@ -13,12 +13,11 @@ import pytest
 from conftest import COPY_SAMPLE, marker_processes
 from typer.testing import CliRunner, Result
 
-from rexmle.challenges.base import TaskImplementation
-from rexmle.challenges.registry import all_tasks, get_task, load_implementation
 from rexmle.cli import app
 from rexmle.errors import TaskNotImplemented
 from rexmle.runner.demo import run_demo
 from rexmle.runner.records import read_record
+from rexmle.tasks.registry import all_tasks, get_task, load_task
 
 
 def in_process(*args: str) -> Result:
@@ -152,10 +151,10 @@ def test_demo_on_isles22(tmp_path: Path):
 
 def _has_baseline(task_id: str) -> bool:
     try:
-        impl = load_implementation(task_id)
+        task = load_task(task_id)
     except TaskNotImplemented:
         return False
-    return type(impl).solve_baseline is not TaskImplementation.solve_baseline
+    return task.has_baseline
 
 
 @pytest.mark.slow

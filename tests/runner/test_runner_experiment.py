@@ -11,7 +11,6 @@ import yaml
 from typer.testing import CliRunner
 
 from rexmle.agents.registry import load_agent
-from rexmle.challenges.registry import all_tasks
 from rexmle.cli import app
 from rexmle.errors import SpecError
 from rexmle.runner.batch import plan_runs
@@ -22,6 +21,7 @@ from rexmle.runner.experiment import (
     load_experiment,
 )
 from rexmle.runner.records import RunConfig, read_record
+from rexmle.tasks.registry import all_tasks
 
 TASKS = ["isles22", "seg_a"]
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from rexmle.agents.dummy import copy_sample_submission
-from rexmle.challenges.registry import load_implementation
 from rexmle.runner.validation_server import MAX_MEMBER_DEPTH, ValidationServer
+from rexmle.tasks.registry import load_task
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "grading"))
 from bomb_files import bomb_submission, upload_peak_rss
@@ -80,7 +80,7 @@ def test_truncated_or_corrupt_compressed_archives_are_400(server, isles22_dirs, 
 
 
 def test_bomb_upload_keeps_the_server_process_small(isles22_dirs, tmp_path):
-    impl = load_implementation("isles22")
+    impl = load_task("isles22").columns
     (column,) = impl.path_columns
     folder = bomb_submission(
         isles22_dirs.gold, ".nii.gz", tmp_path / "sub", id_column=impl.id_column, path_column=column

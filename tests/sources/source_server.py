@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from rexmle.challenges.spec import MetricSpec, SourceSpec, SplitSpec, TaskSpec
 from rexmle.sources.http import RetryPolicy
+from rexmle.tasks.spec import MetricSpec, SourceSpec, SplitSpec, TaskSpec
 
 
 @dataclass

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 from source_server import Route, serve_gdrive, serve_zenodo
 
-from rexmle.challenges.registry import get_task, load_implementation
 from rexmle.grading import grade_submission
 from rexmle.preparation import prepare_task
+from rexmle.tasks.registry import get_task, load_task
 
 
 def _zip_folders(root: Path, folders: list[str]) -> bytes:
@@ -41,7 +41,7 @@ def _zip_contents(folder: Path) -> bytes:
 def _fixture(task_id: str, tmp_path: Path) -> Path:
     root = tmp_path / "fixture"
     root.mkdir()
-    load_implementation(task_id).make_fixture(root, seed=0)
+    load_task(task_id).make_fixture(root, seed=0)
     return root
 
 

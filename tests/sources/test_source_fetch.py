@@ -5,7 +5,6 @@ from pathlib import Path
 import pytest
 from source_server import FAST_RETRIES, Route, make_task, serve_gdrive, serve_zenodo
 
-from rexmle.challenges.spec import SourceFile, SourceSpec
 from rexmle.sources import (
     ChecksumMismatchError,
     DiskSpaceError,
@@ -17,6 +16,7 @@ from rexmle.sources import (
     read_manifest,
 )
 from rexmle.sources.manifest import MANIFEST_NAME
+from rexmle.tasks.spec import SourceFile, SourceSpec
 
 RECORD = "7812323"
 

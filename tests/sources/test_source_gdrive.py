@@ -3,10 +3,10 @@ import json
 import pytest
 from source_server import FAST_RETRIES, Route, make_task
 
-from rexmle.challenges.spec import SourceFile, SourceSpec
 from rexmle.sources import fetch_task_raw
 from rexmle.sources.gdrive import confirm_url_from_page, file_id_of, first_url, resolve_download_url
 from rexmle.sources.http import make_opener
+from rexmle.tasks.spec import SourceFile, SourceSpec
 
 FILE_ID = "1RrM8YIwAENxzONSEaVZCzDkiiPMSmDxH"
 

@@ -18,8 +18,8 @@ import numpy as np
 import numpy.typing as npt
 from PIL import Image
 
-from rexmle.challenges.common import write_csv
 from rexmle.challenges.dentex.prepare import DISEASE_JSON, SUBMISSION_COLUMNS
+from rexmle.tasks.files import write_csv
 
 Tooth = tuple[int, int]
 

@@ -10,9 +10,9 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from rexmle.challenges.common import write_csv
 from rexmle.errors import DataError
 from rexmle.split import Split
+from rexmle.tasks.files import write_csv
 
 log = logging.getLogger(__name__)
 

@@ -15,10 +15,10 @@ from pathlib import Path
 import numpy as np
 from scipy import ndimage
 
-from rexmle.challenges.common import write_csv
-from rexmle.challenges.isles22.prepare import SUBMISSION_COLUMNS
-from rexmle.grading.csvfile import read_id_column
 from rexmle.io import read_image, write_image
+from rexmle.tasks.csvfile import read_id_column
+from rexmle.tasks.files import write_csv
+from rexmle.tasks.jobs import BaselineJob
 
 THRESHOLDS = np.linspace(0.5, 15.0, 59)
 
@@ -54,8 +54,10 @@ def _dice(pred: np.ndarray, truth: np.ndarray) -> float:
     return 1.0 if total == 0 else 2.0 * int((pred & truth).sum()) / total
 
 
-def solve(public_dir: Path, submission_dir: Path, *, seed: int = 0) -> None:
-    """Fit the threshold on ``public_dir/train`` and write masks for ``public_dir/test``."""
+def solve(job: BaselineJob) -> None:
+    """Fit the threshold on ``public/train`` and write masks for ``public/test`` (no randomness)."""
+    public_dir, submission_dir = job.public, job.submission
+    columns = job.task.submission.required_columns if job.task.submission else ()
     train_ids = sorted(
         p.name[: -len("_msk.nii.gz")] for p in (public_dir / "train").glob("*_msk.nii.gz")
     )
@@ -75,7 +77,7 @@ def solve(public_dir: Path, submission_dir: Path, *, seed: int = 0) -> None:
     best = float(np.max(mean_dice))
     plateau = THRESHOLDS[np.asarray(mean_dice) >= best - 0.01]
     threshold = float(np.median(plateau))
-    test_ids = read_id_column(public_dir / "sample_submission.csv", "case_id")
+    test_ids = read_id_column(public_dir / "sample_submission.csv", columns[0])
     rows = []
     for case_id in test_ids:
         dwi = read_image(public_dir / "test" / f"{case_id}_dwi.nii.gz")
@@ -84,4 +86,4 @@ def solve(public_dir: Path, submission_dir: Path, *, seed: int = 0) -> None:
         relative = f"predictions/{case_id}_pred.nii.gz"
         write_image(submission_dir / relative, mask, like=dwi.geometry)
         rows.append((case_id, relative))
-    write_csv(submission_dir / "submission.csv", SUBMISSION_COLUMNS, rows)
+    write_csv(submission_dir / "submission.csv", columns, rows)

@@ -8,13 +8,12 @@ from pathlib import Path
 
 import numpy as np
 
-from rexmle.challenges.common import write_csv
 from rexmle.errors import DataError
 from rexmle.io import read_geometry, read_image, write_image
-from rexmle.split import Split, shuffle_split
+from rexmle.split import Split
+from rexmle.tasks.jobs import PrepareJob
 
 _MASK = re.compile(r"^(sub-strokecase\d{4})_ses-0001_msk\.nii\.gz$")
-SUBMISSION_COLUMNS = ("case_id", "predicted_mask_path")
 
 
 def _case_files(root: Path, subject: str) -> dict[str, Path]:
@@ -64,19 +63,18 @@ def _check_case(subject: str, files: dict[str, Path]) -> None:
         raise DataError(msg)
 
 
-def prepare(raw_dir: Path, public_dir: Path, private_dir: Path, *, seed: int = 42) -> Split:
+def prepare(job: PrepareJob) -> Split:
     """Copy raw files into the public/private layout and write gold and the sample submission."""
-    cases = discover_cases(raw_dir)
+    cases = discover_cases(job.raw)
     for subject, files in cases.items():
         _check_case(subject, files)
-    keys = [f"{s}_ses-0001" for s in cases]
-    by_key = shuffle_split(keys, test_fraction=0.2, seed=seed)
+    by_key = job.shuffle_split([f"{s}_ses-0001" for s in cases])
     split = Split(
         train=[k.split("_ses-")[0] for k in by_key.train],
         test=[k.split("_ses-")[0] for k in by_key.test],
-        rule=by_key.rule + "; id = part before '_ses-'",
-        source={"dataset": "ISLES-2022", "zenodo_record": "7960856"},
+        rule=by_key.rule,
     )
+    public_dir, gold_dir = job.public, job.gold
     train_dir, test_dir = public_dir / "train", public_dir / "test"
     train_dir.mkdir(parents=True)
     test_dir.mkdir(parents=True)
@@ -84,7 +82,6 @@ def prepare(raw_dir: Path, public_dir: Path, private_dir: Path, *, seed: int = 4
         files = cases[subject]
         for kind in ("dwi", "adc", "flair", "msk"):
             shutil.copyfile(files[kind], train_dir / f"{subject}_{kind}.nii.gz")
-    gold_dir = private_dir / "gold"
     sample_rows, gold_rows = [], []
     for subject in sorted(split.test):
         files = cases[subject]
@@ -97,6 +94,5 @@ def prepare(raw_dir: Path, public_dir: Path, private_dir: Path, *, seed: int = 4
         write_image(public_dir / relative, np.zeros(geometry.shape, dtype=np.uint8), like=geometry)
         sample_rows.append((subject, relative))
         gold_rows.append((subject, relative))
-    write_csv(public_dir / "sample_submission.csv", SUBMISSION_COLUMNS, sample_rows)
-    write_csv(gold_dir / "submission.csv", SUBMISSION_COLUMNS, gold_rows)
+    job.write_answer_csvs(gold_rows, sample_rows)
     return split

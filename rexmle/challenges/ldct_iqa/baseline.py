@@ -14,9 +14,9 @@ import numpy as np
 import tifffile
 from scipy import ndimage
 
-from rexmle.challenges.common import write_csv
 from rexmle.challenges.ldct_iqa.prepare import COLUMNS
-from rexmle.grading.csvfile import read_id_column
+from rexmle.tasks.csvfile import read_id_column
+from rexmle.tasks.files import write_csv
 
 
 def features(image: np.ndarray) -> np.ndarray:

@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import tifffile
 
-from rexmle.challenges.common import write_csv
 from rexmle.errors import DataError
 from rexmle.split import Split
+from rexmle.tasks.files import write_csv
 
 COLUMNS = ("image_id", "quality_score")
 

@@ -18,9 +18,9 @@ import numpy.typing as npt
 import tifffile
 from scipy import ndimage
 
-from rexmle.challenges.common import write_csv
 from rexmle.challenges.neurips_cellseg.prepare import SIZES_FILE, SUBMISSION_COLUMNS, label_name
 from rexmle.io import read_image
+from rexmle.tasks.files import write_csv
 
 THRESHOLDS = np.linspace(0.05, 0.95, 19)
 MAX_TRAIN_IMAGES = 200

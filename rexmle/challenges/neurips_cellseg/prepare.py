@@ -18,11 +18,11 @@ import numpy as np
 import tifffile
 from PIL import Image
 
-from rexmle.challenges.common import write_csv
 from rexmle.errors import DataError
 from rexmle.io import ImageReadError, read_image
 from rexmle.metrics.instances import CELLSEG_THRESHOLDS, cellseg_match_counts
 from rexmle.split import Split, shuffle_split
+from rexmle.tasks.files import write_csv
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from rexmle.challenges.neurips_cellseg.prepare import SIZES_FILE
-from rexmle.grading.checks import check_shape, read_submitted_image
+from rexmle.tasks.checks import check_shape, read_submitted_image
 
 MASK_SUFFIXES = (".tif", ".tiff", ".png")
 MAX_INSTANCE_ID = 2**31 - 1

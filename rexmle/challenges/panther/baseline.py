@@ -13,10 +13,10 @@ from pathlib import Path
 import numpy as np
 from scipy import ndimage
 
-from rexmle.challenges.common import write_csv
 from rexmle.challenges.panther.prepare import SUBMISSION_COLUMNS, prediction_name
-from rexmle.grading.csvfile import read_id_column
 from rexmle.io import read_image, write_image
+from rexmle.tasks.csvfile import read_id_column
+from rexmle.tasks.files import write_csv
 
 _BOX = np.ones((3, 3, 3), dtype=bool)
 

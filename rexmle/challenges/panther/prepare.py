@@ -23,10 +23,10 @@ from pathlib import Path
 
 import numpy as np
 
-from rexmle.challenges.common import check_image_label_grid, write_csv
 from rexmle.errors import DataError
 from rexmle.io import Geometry, read_image, write_image
 from rexmle.split import Split, shuffle_split
+from rexmle.tasks.files import check_image_label_grid, write_csv
 
 log = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rexmle.grading.checks import check_allowed_values, read_label_volume
+from rexmle.tasks.checks import check_allowed_values, read_label_volume
 
 MASK_SUFFIXES = (".mha", ".nii.gz")
 SPACING_TOLERANCE_MM = 1e-4

@@ -18,9 +18,9 @@ import numpy as np
 import numpy.typing as npt
 from scipy import ndimage
 
-from rexmle.challenges.common import write_csv
 from rexmle.challenges.puma.raster import polygon_window
-from rexmle.grading.csvfile import read_id_column
+from rexmle.tasks.csvfile import read_id_column
+from rexmle.tasks.files import write_csv
 
 THRESHOLDS = np.linspace(0.2, 0.9, 36)
 SMOOTHING_PX = 1.0

@@ -14,8 +14,8 @@ import numpy as np
 import numpy.typing as npt
 from scipy import ndimage
 
-from rexmle.challenges.common import write_csv
-from rexmle.grading.csvfile import read_id_column
+from rexmle.tasks.csvfile import read_id_column
+from rexmle.tasks.files import write_csv
 
 N_VALUES = 6
 SAMPLES_PER_IMAGE = 4000

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import numpy as np
 
-from rexmle.challenges.common import write_csv
 from rexmle.challenges.puma.classes import (
     NUCLEI_NAMES,
     TISSUE_CLASSES,
@@ -28,6 +27,7 @@ from rexmle.challenges.puma.raster import paint_features
 from rexmle.challenges.puma.submission import roi_size
 from rexmle.errors import DataError
 from rexmle.split import Split, shuffle_split
+from rexmle.tasks.files import write_csv
 
 log = logging.getLogger(__name__)
 

@@ -18,8 +18,8 @@ import numpy as np
 import numpy.typing as npt
 
 from rexmle.challenges.puma.classes import TISSUE_ALLOWED_VALUES
-from rexmle.grading.checks import check_allowed_values, check_shape, read_submitted_image
 from rexmle.metrics.points import polygon_centroid
+from rexmle.tasks.checks import check_allowed_values, check_shape, read_submitted_image
 
 MAP_SUFFIXES = (".tif", ".tiff", ".png")
 MAX_ITEMS = 50_000

@@ -12,11 +12,11 @@ from rexmle.challenges.base import (
     TaskDirs,
     TaskImplementation,
 )
-from rexmle.challenges.common import case_path_items
 from rexmle.challenges.puma import fixture, metrics, prepare, submission
 from rexmle.challenges.puma.classes import Track, nuclei_classes
-from rexmle.grading.parallel import map_cases
 from rexmle.split import Split
+from rexmle.tasks.files import case_path_items
+from rexmle.tasks.parallel import map_cases
 
 
 class _PumaTask(TaskImplementation):

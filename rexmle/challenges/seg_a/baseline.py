@@ -13,10 +13,10 @@ from pathlib import Path
 import numpy as np
 from scipy import ndimage
 
-from rexmle.challenges.common import write_csv
 from rexmle.challenges.seg_a.prepare import SUBMISSION_COLUMNS, prediction_name
-from rexmle.grading.csvfile import read_id_column
 from rexmle.io import read_image, write_image
+from rexmle.tasks.csvfile import read_id_column
+from rexmle.tasks.files import write_csv
 
 THRESHOLDS_HU = np.arange(-100.0, 701.0, 20.0)
 _BOX = np.ones((3, 3, 3), dtype=bool)

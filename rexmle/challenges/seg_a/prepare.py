@@ -9,10 +9,10 @@ from pathlib import Path
 
 import numpy as np
 
-from rexmle.challenges.common import check_image_label_grid, write_csv
 from rexmle.errors import DataError
 from rexmle.io import Geometry, write_image
 from rexmle.split import Split, shuffle_split
+from rexmle.tasks.files import check_image_label_grid, write_csv
 
 SUBMISSION_COLUMNS = ("image_id", "predicted_mask_path")
 SPACING_TOLERANCE_MM = 1e-4

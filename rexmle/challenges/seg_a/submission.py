@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rexmle.grading.checks import (
+from rexmle.tasks.checks import (
     SubmissionWarning,
     check_allowed_values,
     read_label_volume,

@@ -15,11 +15,11 @@ from pathlib import Path
 import numpy as np
 from scipy import ndimage
 
-from rexmle.challenges.common import write_csv
 from rexmle.challenges.topbrain.labels import TRACKS
 from rexmle.challenges.topbrain.prepare import SUBMISSION_COLUMNS, image_name, prediction_name
-from rexmle.grading.csvfile import read_id_column
 from rexmle.io import read_image, write_image
+from rexmle.tasks.csvfile import read_id_column
+from rexmle.tasks.files import write_csv
 
 ATLAS_SHAPE = np.array([32, 32, 32])
 THRESHOLDS = np.linspace(0.5, 20.0, 40)

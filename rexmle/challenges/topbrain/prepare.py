@@ -22,12 +22,12 @@ from pathlib import Path
 
 import numpy as np
 
-from rexmle.challenges.common import check_image_label_grid, write_csv
 from rexmle.challenges.topbrain.labels import TRACKS, Track, valid_neighbors
 from rexmle.errors import DataError
 from rexmle.io import read_geometry, write_image
 from rexmle.metrics.topology import invalid_neighbor_error
 from rexmle.split import Split, shuffle_split
+from rexmle.tasks.files import check_image_label_grid, write_csv
 
 log = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ import numpy as np
 
 from rexmle.challenges.topbrain.labels import Track
 from rexmle.challenges.topbrain.prepare import image_name
-from rexmle.grading.checks import (
+from rexmle.tasks.checks import (
     SubmissionWarning,
     check_allowed_values,
     read_label_volume,

@@ -12,11 +12,11 @@ from rexmle.challenges.base import (
     TaskDirs,
     TaskImplementation,
 )
-from rexmle.challenges.common import case_path_items
 from rexmle.challenges.topbrain import fixture, metrics, prepare, submission
 from rexmle.challenges.topbrain.labels import TRACKS
-from rexmle.grading.parallel import map_cases
 from rexmle.split import Split
+from rexmle.tasks.files import case_path_items
+from rexmle.tasks.parallel import map_cases
 
 PATH_COLUMN = "predicted_mask_path"
 

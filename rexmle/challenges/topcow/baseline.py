@@ -27,11 +27,11 @@ from scipy import ndimage
 from scipy.spatial import cKDTree
 from skimage.filters import threshold_otsu
 
-from rexmle.challenges.common import write_csv
 from rexmle.challenges.topcow.prepare import ID_COLUMN, PATH_COLUMNS, prediction_name, write_json
 from rexmle.challenges.topcow.roi import Box, read_roi
-from rexmle.grading.csvfile import read_id_column
 from rexmle.io import Geometry, read_image, write_image
+from rexmle.tasks.csvfile import read_id_column
+from rexmle.tasks.files import write_csv
 
 PERCENTILES = (80.0, 85.0, 88.0, 90.0, 92.0, 94.0, 96.0, 98.0, 99.0, 99.5, 99.8)
 """Vessel threshold candidates: intensity percentiles of each image."""

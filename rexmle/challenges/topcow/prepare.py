@@ -14,7 +14,6 @@ from pathlib import Path
 
 import numpy as np
 
-from rexmle.challenges.common import write_csv
 from rexmle.challenges.topcow.graph import LabelMapGraph, is_flipped, variant_strings
 from rexmle.challenges.topcow.labels import GROUP2_LABELS
 from rexmle.challenges.topcow.raw import EdgeLists, RawCase, check_case, discover_cases
@@ -22,6 +21,7 @@ from rexmle.challenges.topcow.roi import Box
 from rexmle.io import read_geometry, read_image, write_image
 from rexmle.metrics.classification import balanced_accuracy
 from rexmle.split import Split, shuffle_split
+from rexmle.tasks.files import write_csv
 
 log = logging.getLogger(__name__)
 

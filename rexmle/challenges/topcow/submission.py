@@ -13,13 +13,13 @@ from pathlib import Path
 import numpy as np
 
 from rexmle.challenges.topcow.labels import ALLOWED_VALUES, REGION_EDGES
-from rexmle.grading.checks import (
+from rexmle.io import read_geometry
+from rexmle.tasks.checks import (
     SubmissionWarning,
     check_allowed_values,
     check_shape,
     read_submitted_image,
 )
-from rexmle.io import read_geometry
 
 MASK_SUFFIXES = (".nii.gz", ".nii", ".mha")
 SPACING_WARNING_MM = 1e-3

@@ -14,13 +14,13 @@ from rexmle.challenges.base import (
     TaskDirs,
     TaskImplementation,
 )
-from rexmle.challenges.common import case_path_items
-from rexmle.challenges.spec import TaskSpec
 from rexmle.challenges.topcow import fixture, metrics, prepare, submission
 from rexmle.challenges.topcow.labels import modality_of
 from rexmle.challenges.topcow.roi import Box
-from rexmle.grading.parallel import map_cases
 from rexmle.split import Split
+from rexmle.tasks.files import case_path_items
+from rexmle.tasks.parallel import map_cases
+from rexmle.tasks.spec import TaskSpec
 
 MODALITY_WORDS = {"ct": "CT angiography (CTA)", "mr": "MR angiography (3-D TOF MRA)"}
 

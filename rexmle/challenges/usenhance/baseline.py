@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from rexmle.challenges.common import write_csv
 from rexmle.challenges.usenhance.submission import read_gray_png
-from rexmle.grading.csvfile import read_id_column
+from rexmle.tasks.csvfile import read_id_column
+from rexmle.tasks.files import write_csv
 
 RADIUS = 2
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from rexmle.challenges.common import write_csv
 from rexmle.errors import DataError
 from rexmle.split import Split, shuffle_split
+from rexmle.tasks.files import write_csv
 
 ORGANS = ("breast", "carotid", "kidney", "liver", "thyroid")
 log = logging.getLogger(__name__)

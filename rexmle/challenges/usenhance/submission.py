@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 from PIL import UnidentifiedImageError
 
-from rexmle.grading.checks import pixel_budget
 from rexmle.io import open_pillow
+from rexmle.tasks.checks import pixel_budget
 
 
 @functools.cache

@@ -12,10 +12,10 @@ from rexmle.challenges.base import (
     TaskDirs,
     TaskImplementation,
 )
-from rexmle.challenges.common import case_path_items
 from rexmle.challenges.usenhance import fixture, metrics, prepare, submission
-from rexmle.grading.parallel import map_cases
 from rexmle.split import Split
+from rexmle.tasks.files import case_path_items
+from rexmle.tasks.parallel import map_cases
 
 COLUMN = "enhanced_image_path"
 

@@ -1,14 +1,15 @@
-"""Small file helpers shared by the task implementations (CSV writing, grid checks, score items)."""
+"""File helpers every family uses: CSV writing, raw image/label grid checks, hashing."""
 
 from __future__ import annotations
 
 import csv
+import hashlib
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from rexmle.challenges.base import LoadedSubmission
 from rexmle.errors import DataError
 from rexmle.io import Geometry, Image, ImageReadError, read_geometry, read_image
+from rexmle.tasks.submission import LoadedSubmission
 
 
 def write_csv(path: Path, header: Sequence[str], rows: Iterable[Sequence[object]]) -> None:
@@ -90,3 +91,12 @@ def case_path_items(
         (case_id, submission.cases[case_id].paths[column], gold.cases[case_id].paths[column])
         for case_id in submission.ids()
     ]
+
+
+def sha256_file(path: Path, *, chunk_bytes: int = 1 << 20) -> str:
+    """Hex SHA-256 of a file, read in chunks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(chunk_bytes):
+            digest.update(chunk)
+    return digest.hexdigest()

@@ -11,6 +11,7 @@ import numpy.typing as npt
 
 from rexmle.io import Geometry, Image, ImageReadError, ImageTooLarge, read_geometry, read_image
 from rexmle.io.images import Reader
+from rexmle.tasks.spec import FileRule
 
 BUDGET_FACTOR = 4
 """A submitted image may declare at most this many times the values of its test image (room for
@@ -119,6 +120,19 @@ def _distinct_small_integers(array: npt.NDArray[np.integer]) -> npt.NDArray[np.i
     return np.flatnonzero(counts) + offset
 
 
+def distinct_values(array: npt.NDArray[np.generic]) -> npt.NDArray[np.generic]:
+    """The distinct values of ``array``, ascending (the one counter every family uses).
+
+    8/16-bit integers are counted in chunks (no sort, no full copy); booleans give 0/1 as
+    int64; other dtypes use ``numpy.unique``.
+    """
+    if array.dtype.kind == "b":
+        return np.unique(array).astype(np.int64)
+    if array.dtype.kind in "iu" and array.dtype.itemsize <= 2:
+        return _distinct_small_integers(array)
+    return np.unique(array)
+
+
 def check_allowed_values(array: npt.NDArray[np.generic], allowed: Iterable[int]) -> str | None:
     """A problem when ``array`` holds NaN/inf or any value not exactly in ``allowed``, else None.
 
@@ -126,22 +140,71 @@ def check_allowed_values(array: npt.NDArray[np.generic], allowed: Iterable[int])
     (0.0/1.0 masks are fine; 0.5 or NaN is not). Nothing is cast or thresholded.
     """
     allowed_set = sorted({int(v) for v in allowed})
-    if array.dtype.kind == "b":
-        values = np.unique(array).astype(np.int64)
-    elif array.dtype.kind in "iu" and array.dtype.itemsize <= 2:
-        values = _distinct_small_integers(array)
-    elif array.dtype.kind in "iu":
-        values = np.unique(array)
-    elif array.dtype.kind == "f":
-        if not np.isfinite(array).all():
-            n_bad = int(np.count_nonzero(~np.isfinite(array)))
-            return f"{n_bad} voxel(s) are NaN or infinite"
-        values = np.unique(array)
-    else:
+    if array.dtype.kind not in "biuf":
         return f"unsupported data type {array.dtype}; write an integer label array"
+    if array.dtype.kind == "f" and not np.isfinite(array).all():
+        n_bad = int(np.count_nonzero(~np.isfinite(array)))
+        return f"{n_bad} voxel(s) are NaN or infinite"
+    values = distinct_values(array)
     bad = [v for v in values.tolist() if v not in allowed_set]
     if bad:
         shown = ", ".join(repr(v) for v in bad[:8])
         more = " ..." if len(bad) > 8 else ""
         return f"values {shown}{more} are not allowed; allowed values are {allowed_set}"
     return None
+
+
+def check_declared_file(path: Path, rule: FileRule, public_dir: Path, case_id: str) -> list[str]:
+    """Reasons (and :class:`SubmissionWarning` findings) of a submitted file against its rule.
+
+    The one validity check of submitted label volumes: the name ends in one of the suffixes;
+    for ``label-volume``, the header fits the pixel budget of the ``grid_from`` image, the
+    array is 3-D with one component and exactly that image's shape (never resampled), every
+    value is one of ``values``, and origin and direction x spacing agree with it within
+    ``placement_tolerance`` (an error or a warning, as declared).
+    """
+    suffixes = tuple(rule.suffixes)
+    if rule.format == "any":
+        if not path.name.lower().endswith(suffixes):
+            return [f"{path.name}: file type not accepted; use one of {', '.join(suffixes)}"]
+        return []
+    assert rule.grid_from is not None  # FileRule requires it for label volumes
+    grid = read_geometry(public_dir / rule.grid_from.replace("{case_id}", case_id))
+    image, problem = read_submitted_image(
+        path, suffixes=suffixes, expected_shape=grid.shape, reader=rule.reader
+    )
+    if image is None:
+        return [str(problem)]
+    array = image.array
+    if array.ndim != 3 or image.geometry.channels != 1:
+        return [
+            f"{path.name}: the mask is {array.ndim}-D with array shape {array.shape} and "
+            f"{image.geometry.channels} component(s); write a 3-D single-component mask"
+            f"{rule.wrong_ndim_hint}"
+        ]
+    shape_problem = check_shape(array.shape, grid.shape, what=path.name)
+    if shape_problem:
+        return [shape_problem]
+    findings: list[str] = []
+    if rule.values is not None:
+        value_problem = check_allowed_values(array, rule.values)
+        if value_problem:
+            findings.append(f"{path.name}: {value_problem}")
+    if rule.placement_tolerance is not None:
+        placement = placement_difference(image.geometry, grid)
+        if placement > rule.placement_tolerance:
+            text = (
+                f"{path.name}: affine differs from the test image's by {placement:.3g} (origin "
+                f"or direction x spacing; tolerance {rule.placement_tolerance}); voxels are "
+                f"compared in array order, but save masks with the test image's header"
+            )
+            findings.append(text if rule.placement == "error" else SubmissionWarning(text))
+    return findings
+
+
+def placement_difference(image: Geometry, reference: Geometry) -> float:
+    """Largest absolute difference of origin (mm) and of direction x spacing between two grids."""
+    placement = np.asarray(image.direction) * np.asarray(image.spacing_mm)
+    expected = np.asarray(reference.direction) * np.asarray(reference.spacing_mm)
+    offset = np.abs(np.asarray(image.origin_mm) - np.asarray(reference.origin_mm))
+    return float(max(np.abs(placement - expected).max(), offset.max()))

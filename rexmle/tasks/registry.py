@@ -1,0 +1,255 @@
+"""Discovers task YAML files under ``rexmle/challenges/<family>/`` and resolves their functions.
+
+A family folder is found by its files alone: every ``<task-id>.yaml`` in a folder of
+``rexmle/challenges`` is a task, ``<task-id>.leaderboard.csv`` beside it its human leaderboard,
+and the functions its ``functions`` section names are imported only when first called. Nothing
+here imports a family's code at discovery time, so a broken family cannot hide the others.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib import resources
+from importlib.resources.abc import Traversable
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from rexmle.errors import SpecError, TaskNotImplemented
+from rexmle.tasks.spec import SubmissionSpec, TaskSpec
+
+CHALLENGES_PACKAGE = "rexmle.challenges"
+LEADERBOARD_SUFFIX = ".leaderboard.csv"
+
+
+def _challenges_root() -> Traversable:
+    return resources.files(CHALLENGES_PACKAGE)
+
+
+def family_folder(family: str) -> Traversable:
+    """The folder of a challenge family (``rexmle/challenges/<family>/``)."""
+    return _challenges_root().joinpath(family)
+
+
+@functools.cache
+def all_tasks() -> dict[str, TaskSpec]:
+    """Every registered task, by id, sorted by id.
+
+    Raises:
+        SpecError: a YAML file is malformed, or two files declare the same id.
+    """
+    found: dict[str, TaskSpec] = {}
+    for family in sorted(_challenges_root().iterdir(), key=lambda p: p.name):
+        if not family.is_dir() or family.name.startswith(("_", ".")):
+            continue
+        for entry in sorted(family.iterdir(), key=lambda p: p.name):
+            if not entry.name.endswith(".yaml"):
+                continue
+            spec = _load_spec(family.name, entry)
+            if spec.id in found:
+                msg = f"task id {spec.id!r} is declared twice"
+                raise SpecError(msg)
+            found[spec.id] = spec
+    return dict(sorted(found.items()))
+
+
+def _load_spec(family: str, entry: Traversable) -> TaskSpec:
+    where = f"rexmle/challenges/{family}/{entry.name}"
+    try:
+        raw = yaml.safe_load(entry.read_text(encoding="utf-8"))
+        spec = TaskSpec.model_validate(raw)
+    except (yaml.YAMLError, ValidationError) as err:
+        msg = f"{where}: {err}"
+        raise SpecError(msg) from err
+    if spec.family != family:
+        msg = f"{where}: family {spec.family!r} differs from its folder {family!r}"
+        raise SpecError(msg)
+    if entry.name != f"{spec.id}.yaml":
+        msg = f"{where}: file name must be {spec.id}.yaml"
+        raise SpecError(msg)
+    return spec
+
+
+def get_task(task_id: str) -> TaskSpec:
+    """The spec of one task.
+
+    Raises:
+        SpecError: no task has this id (the message lists the known ids).
+    """
+    tasks = all_tasks()
+    if task_id not in tasks:
+        msg = f"unknown task {task_id!r}; known tasks: {', '.join(tasks)}"
+        raise SpecError(msg)
+    return tasks[task_id]
+
+
+def resolve_function(family: str, dotted: str) -> Callable[..., Any]:
+    """The function named ``module:function``; a module starting with ``.`` is in the family.
+
+    Raises:
+        SpecError: the name is malformed, the module does not import, or it has no such
+            callable.
+    """
+    module_name, sep, attribute = dotted.partition(":")
+    if not sep or not module_name or not attribute:
+        msg = f"{family}: function {dotted!r} must look like 'module:function' ('.module' = family)"
+        raise SpecError(msg)
+    if module_name.startswith("."):
+        module_name = f"{CHALLENGES_PACKAGE}.{family}{module_name}"
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as err:
+        msg = f"{family}: cannot import {module_name} for {dotted!r} ({err})"
+        raise SpecError(msg) from err
+    function = getattr(module, attribute, None)
+    if not callable(function):
+        msg = f"{family}: {module_name} has no function {attribute!r} (named as {dotted!r})"
+        raise SpecError(msg)
+    return function
+
+
+FUNCTION_NAMES = (
+    "make_fixture",
+    "prepare",
+    "score_case",
+    "score_dataset",
+    "aggregate",
+    "check_case",
+    "check_submission",
+    "test_ids",
+    "solve_baseline",
+)
+
+
+@dataclass(frozen=True)
+class Task:
+    """A registered task: its declarations and its family's functions (imported on first use)."""
+
+    spec: TaskSpec
+
+    @property
+    def id(self) -> str:
+        """The task id."""
+        return self.spec.id
+
+    @property
+    def columns(self) -> SubmissionSpec:
+        """The declared submission columns.
+
+        Raises:
+            SpecError: the YAML declares no ``submission`` section.
+        """
+        if self.spec.submission is None:
+            msg = f"{self.id}: no submission columns are declared (section submission)"
+            raise SpecError(msg)
+        return self.spec.submission
+
+    def function(self, name: str) -> Callable[..., Any] | None:
+        """The function declared as ``functions.<name>``, or None when the YAML names none."""
+        if self.spec.functions is None:
+            return None
+        dotted = getattr(self.spec.functions, name)
+        return None if dotted is None else resolve_function(self.spec.family, dotted)
+
+    def required_function(self, name: str) -> Callable[..., Any]:
+        """The function ``functions.<name>``.
+
+        Raises:
+            TaskNotImplemented: the YAML names no such function.
+        """
+        function = self.function(name)
+        if function is None:
+            where = f"rexmle/challenges/{self.spec.family}/{self.id}.yaml"
+            msg = f"{self.id}: no {name} function is declared ({where}, section functions)"
+            raise TaskNotImplemented(msg)
+        return function
+
+    def make_fixture(self, raw_dir: Path, *, seed: int = 0) -> None:
+        """Write the task's mini raw data into ``raw_dir`` (the family's ``make_fixture``)."""
+        self.required_function("make_fixture")(raw_dir, seed=seed)
+
+    @property
+    def has_baseline(self) -> bool:
+        """Whether the family declares a non-LLM baseline solver."""
+        return self.spec.functions is not None and self.spec.functions.solve_baseline is not None
+
+    def solve_baseline(self, public_dir: Path, submission_dir: Path, *, seed: int = 0) -> None:
+        """Run the family's baseline on ``public_dir``, writing a submission into ``submission_dir``.
+
+        Raises:
+            TaskNotImplemented: the family has no baseline solver.
+        """
+        from rexmle.tasks.jobs import BaselineJob
+
+        job = BaselineJob(public=public_dir, submission=submission_dir, task=self.spec, seed=seed)
+        self.required_function("solve_baseline")(job)
+
+    def description(self) -> str:
+        """The agent-facing description, its ``{{...}}`` placeholders filled.
+
+        Raises:
+            TaskNotImplemented: the description file is missing.
+            SpecError: a placeholder names no declared value.
+        """
+        name = self.spec.description or "description.md"
+        source = family_folder(self.spec.family).joinpath(name)
+        if not source.is_file():
+            msg = f"{self.id}: no description file rexmle/challenges/{self.spec.family}/{name}"
+            raise TaskNotImplemented(msg)
+        return fill_placeholders(source.read_text(encoding="utf-8"), self.spec)
+
+    def leaderboard_file(self) -> Traversable:
+        """The human leaderboard CSV beside the task's YAML (may not exist)."""
+        return family_folder(self.spec.family).joinpath(f"{self.id}{LEADERBOARD_SUFFIX}")
+
+    @property
+    def leaderboard_source(self) -> str:
+        """The leaderboard file's path in the repository (for reports)."""
+        return f"rexmle/challenges/{self.spec.family}/{self.id}{LEADERBOARD_SUFFIX}"
+
+
+def fill_placeholders(text: str, spec: TaskSpec) -> str:
+    """Replace ``{{id}}``, ``{{name}}`` and ``{{params.<key>}}`` in ``text`` by the spec's values.
+
+    Raises:
+        SpecError: a ``{{...}}`` placeholder names a value the spec does not declare.
+    """
+    import re
+
+    values = {"id": spec.id, "name": spec.name}
+    values.update({f"params.{k}": str(v) for k, v in spec.params.items()})
+
+    def substitute(match: re.Match[str]) -> str:
+        key = match.group(1).strip()
+        if key not in values:
+            msg = f"{spec.id}: the description's placeholder {{{{{key}}}}} names no declared value"
+            raise SpecError(msg)
+        return values[key]
+
+    return re.sub(r"\{\{([^{}]+)\}\}", substitute, text)
+
+
+def load_task(task_id: str) -> Task:
+    """The task ``task_id`` with its functions.
+
+    Raises:
+        SpecError: unknown task id.
+        TaskNotImplemented: the task declares no functions yet.
+    """
+    spec = get_task(task_id)
+    if spec.functions is None and spec.implementation is None:
+        msg = (
+            f"task {task_id!r} is registered, but its prepare and grade functions are not "
+            f"declared (section functions of rexmle/challenges/{spec.family}/{task_id}.yaml)"
+        )
+        raise TaskNotImplemented(msg)
+    if spec.functions is None:  # (transition) a TaskImplementation class
+        from rexmle.tasks.legacy import legacy_task
+
+        return legacy_task(spec)
+    return Task(spec)
