@@ -60,17 +60,6 @@ def _spread(items: Sequence[object], n: int) -> list[object]:
     return [items[round(i * step)] for i in range(n)]
 
 
-def _prepared_mode(task_dir: Path) -> str | None:
-    path = task_dir / "prepared.json"
-    if not path.is_file():
-        return None
-    try:
-        mini = json.loads(path.read_text(encoding="utf-8")).get("mini")
-    except (OSError, json.JSONDecodeError):
-        return None
-    return "mini" if mini else "full"
-
-
 def geometry_of_run(
     result: RunResult, data_dir: Path | None, failure: FailureClass
 ) -> GeometryVerdict | None:
@@ -83,14 +72,17 @@ def geometry_of_run(
     if not (result.valid or by_shape) or mask_column(result.task) is None:
         return None
     from rexmle.io import ImageReadError, read_image
-    from rexmle.tasks.folders import task_dirs
+    from rexmle.tasks.folders import prepared_data_mode, task_dirs
 
     if data_dir is None:
         return GeometryVerdict("skipped", "no --data-dir given (the gold is needed)")
     dirs = task_dirs(result.task, data_dir)
-    mode = _prepared_mode(dirs.root)
-    if mode is None:
+    if not dirs.prepared_json.is_file():
         return GeometryVerdict("skipped", f"{result.task} is not prepared in {data_dir}")
+    try:
+        mode = prepared_data_mode(dirs)
+    except (OSError, ValueError) as error:
+        return GeometryVerdict("skipped", f"{dirs.prepared_json} is unreadable: {error}")
     if result.data != "unknown" and mode != result.data:
         return GeometryVerdict(
             "skipped", f"the data dir holds {mode} data but the run used {result.data} data"

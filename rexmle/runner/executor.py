@@ -409,7 +409,7 @@ def _execute_locked(
                 },
                 data_mode="link" if options.sandbox.kind == "bwrap" else "copy",
             )
-            record.data_mode = "copy" if (workspace.root / ".data-mode-copy").exists() else "link"
+            record.data_mode = workspace.data_mode
             timings["workspace"] = time.perf_counter() - started
             env = agent_env(
                 workspace,

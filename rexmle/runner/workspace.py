@@ -21,7 +21,7 @@ import json
 import os
 import shutil
 import stat
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
@@ -135,6 +135,9 @@ class Workspace:
     """Folders and files of one run's workspace under ``root``."""
 
     root: Path
+    data_mode: DataMode
+    """How the public data was placed: ``link`` (hard links) or ``copy`` (read-only copies; also
+    when ``link`` was asked for but the folders are on different filesystems)."""
 
     @property
     def data(self) -> Path:
@@ -313,13 +316,12 @@ def build_workspace(
         data_mode: ``link`` (bwrap binds data/ read-only) or ``copy`` (read-only copies).
     """
     remove_tree(root)
-    workspace = Workspace(root)
+    planned = Workspace(root, data_mode=data_mode)
     root.mkdir(parents=True)
-    workspace.submission.mkdir()
-    workspace.home.mkdir()
-    used = place_public_data(public_dir, workspace.data, mode=data_mode)
-    if used == "copy":
-        (root / ".data-mode-copy").touch()
+    planned.submission.mkdir()
+    planned.home.mkdir()
+    used = place_public_data(public_dir, planned.data, mode=data_mode)
+    workspace = replace(planned, data_mode=used)
     description_file = public_dir / "description.md"
     description = description_file.read_text(encoding="utf-8") if description_file.is_file() else ""
     max_upload_bytes = int(str(validation["max_upload_bytes"]))

@@ -37,6 +37,8 @@ def test_workspace_holds_public_data_only(isles22_dirs, tmp_path: Path, mode: st
         sample.stat().st_ino == (isles22_dirs.public / "sample_submission.csv").stat().st_ino
     )
     assert same_inode is (mode == "link")
+    assert workspace.data_mode == mode  # both folders on one filesystem: no fallback to copies
+    assert not (workspace.root / ".data-mode-copy").exists()  # nothing the agent could forge
     if mode == "copy":
         assert sample.stat().st_mode & 0o222 == 0  # read-only copies
     assert workspace.submission.is_dir() and not any(workspace.submission.iterdir())
