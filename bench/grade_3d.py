@@ -120,8 +120,18 @@ def score_one(family: str, gold: Path, pred: Path) -> dict[str, object]:
     """Score one case in this process; timing and peak memory growth included."""
     if family == "topbrain":
         from rexmle.challenges.topbrain.metrics import score_case
+        from rexmle.tasks.jobs import ScoreCase
+        from rexmle.tasks.submission import SubmissionCase
 
-        item: tuple = ("case", pred, gold, "ct")
+        column = "predicted_mask_path"
+        item: object = ScoreCase(
+            case_id="case",
+            submitted=SubmissionCase("case", {}, {column: pred}),
+            gold=SubmissionCase("case", {}, {column: gold}),
+            public=gold.parent,
+            private=gold.parent,
+            params={"scan": "ct"},
+        )
     elif family == "panther":
         from rexmle.challenges.panther.metrics import score_case
 
@@ -138,7 +148,7 @@ def score_one(family: str, gold: Path, pred: Path) -> dict[str, object]:
     traced_peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     after_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    row = result[0] if isinstance(result, tuple) else result
+    row = result[0] if isinstance(result, tuple) else getattr(result, "values", result)
     values = {k: v for k, v in row.items() if isinstance(v, float)}
     return {
         "seconds": seconds,

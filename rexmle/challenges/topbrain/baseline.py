@@ -10,16 +10,16 @@ predicted vessel voxel gets the label of its atlas cell. Deterministic; numpy an
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 from scipy import ndimage
 
-from rexmle.challenges.topbrain.labels import TRACKS
-from rexmle.challenges.topbrain.prepare import SUBMISSION_COLUMNS, image_name, prediction_name
 from rexmle.io import read_image, write_image
 from rexmle.tasks.csvfile import read_id_column
 from rexmle.tasks.files import write_csv
+from rexmle.tasks.jobs import BaselineJob
+
+from .labels import TRACKS
+from .prepare import image_name, prediction_name
 
 ATLAS_SHAPE = np.array([32, 32, 32])
 THRESHOLDS = np.linspace(0.5, 20.0, 40)
@@ -56,9 +56,12 @@ def fit_atlas(label_maps: list[np.ndarray], n_labels: int) -> np.ndarray:
     return atlas[tuple(nearest)].astype(np.uint8)
 
 
-def solve(public_dir: Path, submission_dir: Path, *, modality: str, seed: int = 0) -> None:
-    """Fit on ``public_dir/train`` and write label maps for ``public_dir/test``."""
+def solve(job: BaselineJob) -> None:
+    """Fit on ``public/train`` and write label maps for ``public/test`` (no randomness)."""
+    public_dir, submission_dir = job.public, job.submission
+    modality = job.params["scan"]
     track = TRACKS[modality]
+    columns = job.task.submission.required_columns if job.task.submission else ()
     label_paths = sorted((public_dir / "train" / "labels").glob(f"topcow_{modality}_*.nii.gz"))
     images, label_maps = [], []
     for path in label_paths:
@@ -72,7 +75,7 @@ def solve(public_dir: Path, submission_dir: Path, *, modality: str, seed: int = 
     ]
     threshold = float(THRESHOLDS[int(np.argmax(scores))])
     atlas = fit_atlas(label_maps, track.n_labels)
-    test_ids = read_id_column(public_dir / "sample_submission.csv", "image_id")
+    test_ids = read_id_column(public_dir / "sample_submission.csv", columns[0])
     rows = []
     for pid in test_ids:
         image = read_image(public_dir / "test" / "images" / image_name(modality, pid))
@@ -83,4 +86,4 @@ def solve(public_dir: Path, submission_dir: Path, *, modality: str, seed: int = 
         relative = prediction_name(modality, pid)
         write_image(submission_dir / relative, labels, like=image.geometry)
         rows.append((pid, relative))
-    write_csv(submission_dir / "submission.csv", SUBMISSION_COLUMNS, rows)
+    write_csv(submission_dir / "submission.csv", columns, rows)

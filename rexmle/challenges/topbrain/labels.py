@@ -12,7 +12,7 @@ import functools
 import hashlib
 import json
 from dataclasses import dataclass
-from importlib import resources
+from pathlib import Path
 
 from rexmle.errors import SpecError
 
@@ -91,7 +91,7 @@ TRACKS = {
 def table_bytes(modality: str) -> bytes:
     """The raw bytes of a vendored valid-neighbour table."""
     name = f"valid_neighbors_{modality}.json"
-    return resources.files("rexmle.challenges.topbrain").joinpath(name).read_bytes()
+    return Path(__file__).with_name(name).read_bytes()
 
 
 @functools.cache

@@ -17,20 +17,19 @@ the same order. L = labels present in G or in P (background excluded).
   is in G, FP / TN by presence in P otherwise — `label_detection` (on the label's bounding box,
   which gives the same outcome).
 
-Every per-case value is 0 when its label set is empty (official). Aggregation: ``dice``,
-``cldice``, ``b0_error``, ``hd95`` and ``neighbor_error`` are means over the test cases;
-``f1_side_road`` sums TP, FP, FN per side-road label over the cases, takes F1_c = 2TP / (2TP + FP
-+ FN) (0 when the sum is 0) and averages over all the track's side-road labels.
+Every per-case value is 0 when its label set is empty (official). Aggregation (declared in the
+YAML): ``dice``, ``cldice``, ``b0_error``, ``hd95`` and ``neighbor_error`` are means over the test
+cases; ``f1_side_road`` (``aggregate: dataset``) sums TP, FP, FN per side-road label over the
+cases, takes F1_c = 2TP / (2TP + FP + FN) (0 when the sum is 0) and averages over all the track's
+side-road labels. The track (``ct`` or ``mr``) is the task's ``params.scan``.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from pathlib import Path
 
 import numpy as np
 
-from rexmle.challenges.topbrain.labels import TRACKS, valid_neighbors
 from rexmle.io import read_image
 from rexmle.metrics.lesions import DetectionOutcome, detection_f1, label_detection
 from rexmle.metrics.overlap import class_average_dice
@@ -41,10 +40,14 @@ from rexmle.metrics.topology import (
     label_boxes,
     per_label_cldice,
 )
+from rexmle.tasks.jobs import ScoreCase
+from rexmle.tasks.rows import CaseRow, CaseValue
+from rexmle.tasks.spec import TaskSpec
+
+from .labels import TRACKS, valid_neighbors
 
 ABSENT_HD95_MM = 290.0
 IOU_THRESHOLD = 0.25
-CASE_KEYS = ("dice", "cldice", "b0_error", "hd95", "neighbor_error")
 
 
 def side_road_outcomes(
@@ -79,34 +82,27 @@ def score_arrays(
     return values, side_road_outcomes(pred, truth, TRACKS[modality].side_road)
 
 
-def score_case(
-    case: tuple[str, Path, Path, str],
-) -> tuple[dict[str, object], dict[int, DetectionOutcome]]:
-    """Metrics of one case; ``case`` = (case id, prediction path, gold path, modality)."""
-    case_id, pred_path, gold_path, modality = case
+def score_case(case: ScoreCase) -> CaseRow:
+    """Metrics of one case; ``detail`` holds its side-road outcomes (label -> outcome)."""
+    pred_path, gold_path = case.file_pair()
     gold = read_image(gold_path, reader="simpleitk")
     # C order: NIfTI arrays arrive in Fortran order, which makes every per-label pass ~3x slower
     truth = np.ascontiguousarray(gold.array, dtype=np.uint8)
     pred = np.ascontiguousarray(read_image(pred_path, reader="simpleitk").array, dtype=np.uint8)
     spacing = tuple(float(s) for s in gold.spacing_mm)
-    values, outcomes = score_arrays(pred, truth, spacing, modality)
-    row: dict[str, object] = {"case_id": case_id, **values}
+    values, outcomes = score_arrays(pred, truth, spacing, case.params["scan"])
+    row: dict[str, CaseValue] = dict(values)
     for label, outcome in outcomes.items():
         row[f"side_road_{label}"] = str(outcome)
-    return row, outcomes
+    return CaseRow(case_id=case.case_id, values=row, detail=outcomes)
 
 
-def aggregate(
-    rows: list[dict[str, object]], outcomes: list[dict[int, DetectionOutcome]], modality: str
-) -> dict[str, float]:
-    """Means over the cases and the side-road detection F1."""
-    result = {
-        key: float(np.mean([float(r[key]) for r in rows]))  # type: ignore[arg-type]
-        for key in CASE_KEYS
-    }
+def aggregate(rows: list[CaseRow], task: TaskSpec) -> dict[str, float]:
+    """``f1_side_road``: the mean over the track's side-road labels of the detection F1, its TP,
+    FP and FN summed over the cases (the rows' ``detail``)."""
     f1_scores = []
-    for label in TRACKS[modality].side_road:
-        counts = Counter(case[label] for case in outcomes)
+    for label in TRACKS[task.params["scan"]].side_road:
+        counts = Counter(row.detail[label] for row in rows)
         f1_scores.append(
             detection_f1(
                 counts[DetectionOutcome.TP],
@@ -114,5 +110,4 @@ def aggregate(
                 counts[DetectionOutcome.FN],
             )
         )
-    result["f1_side_road"] = float(np.mean(f1_scores))
-    return result
+    return {"f1_side_road": float(np.mean(f1_scores))}

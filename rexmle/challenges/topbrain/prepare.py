@@ -1,6 +1,6 @@
 """TopBrain raw -> public/private (spec topbrain.md, "Source", "Split", "Public/Private layout").
 
-Both tracks read the shared raw folder; each takes its modality's cases:
+Both tracks read the shared raw folder; each takes the cases of its ``params.scan`` (ct, mr):
 ``**/imagesTr_topbrain_<mod>/topcow_<mod>_<pid>_0000.nii.gz`` with the label
 ``**/labelsTr_topbrain_<mod>/topcow_<mod>_<pid>.nii.gz`` (label names have no ``_0000``). The
 id is the pid string (``001``), leading zeros kept.
@@ -22,16 +22,17 @@ from pathlib import Path
 
 import numpy as np
 
-from rexmle.challenges.topbrain.labels import TRACKS, Track, valid_neighbors
 from rexmle.errors import DataError
 from rexmle.io import read_geometry, write_image
 from rexmle.metrics.topology import invalid_neighbor_error
-from rexmle.split import Split, shuffle_split
-from rexmle.tasks.files import check_image_label_grid, write_csv
+from rexmle.split import Split
+from rexmle.tasks.files import check_image_label_grid
+from rexmle.tasks.jobs import PrepareJob
+
+from .labels import TRACKS, Track, valid_neighbors
 
 log = logging.getLogger(__name__)
 
-SUBMISSION_COLUMNS = ("image_id", "predicted_mask_path")
 SPACING_TOLERANCE_MM = 1e-4
 EXPECTED_GOLD = "expected_gold.json"
 
@@ -122,30 +123,31 @@ def check_case(case: RawCase, track: Track) -> np.ndarray:
     return array.astype(np.uint8)
 
 
-def prepare(
-    raw_dir: Path, public_dir: Path, private_dir: Path, *, modality: str, seed: int = 42
-) -> Split:
-    """Copy one modality's raw files into the public/private layout; write gold and the sample."""
+def prepare(job: PrepareJob) -> Split:
+    """Copy the track's raw files (``params.scan``) into the public/private layout; write gold
+    and the sample submission."""
+    modality = job.params["scan"]
     track = TRACKS[modality]
-    cases = discover_cases(raw_dir, track)
-    by_id = shuffle_split(list(cases), test_fraction=0.2, seed=seed)
+    cases = discover_cases(job.raw, track)
+    by_id = job.shuffle_split(list(cases))
+    (source,) = job.task.sources
     split = Split(
         train=by_id.train,
         test=by_id.test,
-        rule=by_id.rule + f"; id = pid of topcow_{modality}_<pid>_0000.nii.gz",
+        rule=by_id.rule,
         source={
             "dataset": f"TopBrain 2025 ({modality.upper()})",
-            "zenodo_record": "16878417",
-            "file": "TopBrain_Data_Release_Batches1n2_081425.zip",
+            "zenodo_record": source.record,
+            "file": source.files[0].name,
         },
     )
     table = valid_neighbors(modality)
+    public_dir = job.public
     for pid in split.train:
         case = cases[pid]
         check_case(case, track)
         _copy(case.image, public_dir / "train" / "images" / image_name(modality, pid))
         _copy(case.label, public_dir / "train" / "labels" / label_name(modality, pid))
-    gold_dir = private_dir / "gold"
     rows: list[tuple[str, str]] = []
     neighbor_errors: list[float] = []
     side_roads_present: set[int] = set()
@@ -156,12 +158,11 @@ def prepare(
         side_roads_present |= {c for c in track.side_road if np.any(truth == c)}
         _copy(case.image, public_dir / "test" / "images" / image_name(modality, pid))
         relative = prediction_name(modality, pid)
-        _copy(case.label, gold_dir / relative)
+        _copy(case.label, job.gold / relative)
         geometry = read_geometry(case.image)
         write_image(public_dir / relative, np.zeros(geometry.shape, dtype=np.uint8), like=geometry)
         rows.append((pid, relative))
-    write_csv(public_dir / "sample_submission.csv", SUBMISSION_COLUMNS, rows)
-    write_csv(gold_dir / "submission.csv", SUBMISSION_COLUMNS, rows)
+    job.write_answer_csvs(rows, rows)
     expected = {
         "dice": 1.0,
         "cldice": 1.0,
@@ -172,7 +173,7 @@ def prepare(
         "side_road_labels_in_test_gt": sorted(side_roads_present),
     }
     log.info("TopBrain %s: expected gold values %s", modality, expected)
-    (private_dir / EXPECTED_GOLD).write_text(
+    (job.private / EXPECTED_GOLD).write_text(
         json.dumps(expected, indent=2) + "\n", encoding="utf-8"
     )
     return split
