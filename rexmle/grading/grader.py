@@ -264,9 +264,9 @@ def aggregate_metrics(task: Task, rows: list[CaseRow]) -> dict[str, float]:
         values.update({k: float(computed[k]) for k in dataset_keys if k in computed})
     for metric in task.spec.metrics:
         if metric.aggregate == "mean":
-            values[metric.key] = mean_of(rows, metric.key)
+            values[metric.key] = mean_of(rows, metric.case_key)
         elif metric.aggregate == "median":
-            values[metric.key] = median_of(rows, metric.key)
+            values[metric.key] = median_of(rows, metric.case_key)
     ordered = {m.key: values[m.key] for m in task.spec.metrics if m.key in values}
     missing = [m.key for m in task.spec.metrics if m.key not in ordered]
     if missing:

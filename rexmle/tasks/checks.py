@@ -160,8 +160,9 @@ def check_declared_file(path: Path, rule: FileRule, public_dir: Path, case_id: s
     The one validity check of submitted label volumes: the name ends in one of the suffixes;
     for ``label-volume``, the header fits the pixel budget of the ``grid_from`` image, the
     array is 3-D with one component and exactly that image's shape (never resampled), every
-    value is one of ``values``, and origin and direction x spacing agree with it within
-    ``placement_tolerance`` (an error or a warning, as declared).
+    value is one of ``values``, the voxel size agrees with it within ``spacing_tolerance_mm``
+    per axis, and origin and direction x spacing agree with it within ``placement_tolerance``
+    (each an error or a warning, as declared).
     """
     suffixes = tuple(rule.suffixes)
     if rule.format == "any":
@@ -190,6 +191,11 @@ def check_declared_file(path: Path, rule: FileRule, public_dir: Path, case_id: s
         value_problem = check_allowed_values(array, rule.values)
         if value_problem:
             findings.append(f"{path.name}: {value_problem}")
+    if rule.spacing_tolerance_mm is not None:
+        spacing_problem = spacing_difference(image.geometry, grid, rule.spacing_tolerance_mm)
+        if spacing_problem:
+            text = f"{path.name}: {spacing_problem}"
+            findings.append(text if rule.spacing == "error" else SubmissionWarning(text))
     if rule.placement_tolerance is not None:
         placement = placement_difference(image.geometry, grid)
         if placement > rule.placement_tolerance:
@@ -208,3 +214,17 @@ def placement_difference(image: Geometry, reference: Geometry) -> float:
     expected = np.asarray(reference.direction) * np.asarray(reference.spacing_mm)
     offset = np.abs(np.asarray(image.origin_mm) - np.asarray(reference.origin_mm))
     return float(max(np.abs(placement - expected).max(), offset.max()))
+
+
+def spacing_difference(image: Geometry, reference: Geometry, tolerance_mm: float) -> str | None:
+    """A problem when a voxel size of ``image`` differs from ``reference``'s by more than
+    ``tolerance_mm`` on some axis, else None (spacings shown rounded to 6 decimals)."""
+    offset = np.abs(np.asarray(image.spacing_mm) - np.asarray(reference.spacing_mm)).max()
+    if offset <= tolerance_mm:
+        return None
+    shown = tuple(round(float(s), 6) for s in image.spacing_mm)
+    expected = tuple(round(float(s), 6) for s in reference.spacing_mm)
+    return (
+        f"spacing {shown} mm differs from the test image's {expected} mm by more than "
+        f"{tolerance_mm} mm; save the mask with the test image's header"
+    )

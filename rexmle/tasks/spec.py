@@ -94,7 +94,22 @@ class MetricSpec(_Strict):
     """Ranked metrics are the leaderboard's columns (same keys, same order); the others are
     reported beside them and never ranked."""
     aggregate: Aggregate = "mean"
+    of: str | None = None
+    """The per-case value a ``mean`` or ``median`` is taken of (default: ``key`` itself), e.g.
+    ``hd_50pc`` as the median of the cases' ``hd``."""
     description: str = ""
+
+    @property
+    def case_key(self) -> str:
+        """The per-case value that ``mean`` and ``median`` aggregate."""
+        return self.of or self.key
+
+    @model_validator(mode="after")
+    def _of_only_for_case_aggregates(self) -> MetricSpec:
+        if self.of is not None and self.aggregate == "dataset":
+            msg = f"metric {self.key}: 'of' applies to mean and median metrics only"
+            raise ValueError(msg)
+        return self
 
     @property
     def higher_is_better(self) -> bool:
@@ -140,6 +155,11 @@ class FileRule(_Strict):
     None: placement is not compared."""
     placement: Severity = "warning"
     """Whether a placement beyond the tolerance invalidates the file or only warns."""
+    spacing_tolerance_mm: float | None = None
+    """Largest difference of the voxel size from the grid file's, per axis, in mm; None: the
+    spacing is not compared."""
+    spacing: Severity = "warning"
+    """Whether a spacing beyond the tolerance invalidates the file or only warns."""
     wrong_ndim_hint: str = ""
     """Appended to the reason given for a file that is not 3-D."""
 
