@@ -8,15 +8,14 @@ image and its 3 x 3 median filter), and log of the image's standard deviation. A
 from __future__ import annotations
 
 import csv
-from pathlib import Path
 
 import numpy as np
 import tifffile
 from scipy import ndimage
 
-from rexmle.challenges.ldct_iqa.prepare import COLUMNS
 from rexmle.tasks.csvfile import read_id_column
 from rexmle.tasks.files import write_csv
+from rexmle.tasks.jobs import BaselineJob
 
 
 def features(image: np.ndarray) -> np.ndarray:
@@ -27,17 +26,21 @@ def features(image: np.ndarray) -> np.ndarray:
     return np.array([1.0, np.log(noise + 1e-6), np.log(float(image.std()) + 1e-6)])
 
 
-def solve(public_dir: Path, submission_dir: Path) -> None:
+def solve(job: BaselineJob) -> None:
     """Fit on ``train_labels.csv`` and write ``submission.csv`` for the test images."""
+    assert job.task.submission is not None  # the YAML declares the columns
+    columns = job.task.submission.required_columns
+    id_column, value_column = columns
+    public_dir = job.public
     with open(public_dir / "train_labels.csv", newline="", encoding="utf-8") as handle:
-        labels = {row["image_id"]: float(row["quality_score"]) for row in csv.DictReader(handle)}
+        labels = {row[id_column]: float(row[value_column]) for row in csv.DictReader(handle)}
     ids = sorted(labels)
     x = np.stack([features(tifffile.imread(public_dir / "train/images" / f"{i}.tif")) for i in ids])
     y = np.array([labels[i] for i in ids])
     coef, *_ = np.linalg.lstsq(x, y, rcond=None)
-    test_ids = read_id_column(public_dir / "sample_submission.csv", "image_id")
+    test_ids = read_id_column(public_dir / "sample_submission.csv", id_column)
     rows = []
     for image_id in test_ids:
         image = tifffile.imread(public_dir / "test/images" / f"{image_id}.tiff")
         rows.append((image_id, repr(float(features(image) @ coef))))
-    write_csv(submission_dir / "submission.csv", COLUMNS, rows)
+    write_csv(job.submission / "submission.csv", columns, rows)

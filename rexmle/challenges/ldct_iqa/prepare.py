@@ -12,8 +12,7 @@ import tifffile
 from rexmle.errors import DataError
 from rexmle.split import Split
 from rexmle.tasks.files import write_csv
-
-COLUMNS = ("image_id", "quality_score")
+from rexmle.tasks.jobs import PrepareJob
 
 
 def _read_scores(path: Path) -> dict[str, int | float]:
@@ -69,9 +68,9 @@ def _check_image(path: Path) -> tuple[tuple[int, ...], str]:
     return array.shape, str(array.dtype)
 
 
-def prepare(raw_dir: Path, public_dir: Path, private_dir: Path) -> Split:
+def prepare(job: PrepareJob) -> Split:
     """Copy images byte-identical; write train labels, the sample (0.0 each) and gold."""
-    train_root, test_root = raw_dir / "LDCTIQAG2023_train", raw_dir / "LDCTIQAC_test"
+    train_root, test_root = job.raw / "LDCTIQAG2023_train", job.raw / "LDCTIQAC_test"
     train_scores = _read_scores(train_root / "train.json")
     test_scores = _read_scores(test_root / "test.json")
     train = _pair(train_root / "image", train_scores, ".tif", "train")
@@ -81,6 +80,7 @@ def prepare(raw_dir: Path, public_dir: Path, private_dir: Path) -> Split:
     if len(set(gold_values)) < 2:
         msg = "LDCT-IQA: the test scores are constant; correlations would be undefined"
         raise DataError(msg)
+    public_dir = job.public
     (public_dir / "train" / "images").mkdir(parents=True)
     (public_dir / "test" / "images").mkdir(parents=True)
     for path in train.values():
@@ -89,21 +89,17 @@ def prepare(raw_dir: Path, public_dir: Path, private_dir: Path) -> Split:
         shutil.copyfile(path, public_dir / "test" / "images" / path.name)
     write_csv(
         public_dir / "train_labels.csv",
-        COLUMNS,
+        job.columns,
         [(stem, json.dumps(train_scores[f"{stem}.tif"])) for stem in sorted(train)],
     )
-    write_csv(
-        public_dir / "sample_submission.csv", COLUMNS, [(stem, "0.0") for stem in sorted(test)]
-    )
-    write_csv(
-        private_dir / "gold" / "submission.csv",
-        COLUMNS,
-        [(stem, json.dumps(test_scores[f"{stem}.tiff"])) for stem in sorted(test)],
+    job.write_answer_csvs(
+        gold_rows=[(stem, json.dumps(test_scores[f"{stem}.tiff"])) for stem in sorted(test)],
+        sample_rows=[(stem, "0.0") for stem in sorted(test)],
     )
     return Split(
         train=sorted(train),
         test=sorted(test),
-        rule="official train (LDCTIQAG2023_train) / official test (LDCTIQAC_test), no random split",
+        rule=job.task.split.rule,
         source={"image_formats": sorted([list(s), d] for s, d in formats)},
         ids_may_repeat_across_sets=True,
     )
