@@ -7,14 +7,14 @@ then clipped to [0, 255] and rounded to uint8.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 from PIL import Image
 
-from rexmle.challenges.usenhance.submission import read_gray_png
 from rexmle.tasks.csvfile import read_id_column
 from rexmle.tasks.files import write_csv
+from rexmle.tasks.jobs import BaselineJob
+
+from .submission import read_gray_png
 
 RADIUS = 2
 
@@ -31,15 +31,18 @@ def _design(low: np.ndarray) -> np.ndarray:
     return np.stack(columns, axis=1)
 
 
-def solve(public_dir: Path, submission_dir: Path) -> None:
+def solve(job: BaselineJob) -> None:
     """Fit on ``train/{low,high}_quality`` and write enhanced PNGs for ``test/low_quality``."""
+    assert job.task.submission is not None  # the YAML declares the columns
+    columns = job.task.submission.required_columns
+    public_dir, submission_dir = job.public, job.submission
     lows = sorted((public_dir / "train" / "low_quality").glob("*.png"))
     x = np.concatenate([_design(read_gray_png(p)) for p in lows])
     y = np.concatenate(
         [read_gray_png(public_dir / "train" / "high_quality" / p.name).ravel() for p in lows]
     ).astype(np.float64)
     coef, *_ = np.linalg.lstsq(x, y, rcond=None)
-    test_ids = read_id_column(public_dir / "sample_submission.csv", "image_id")
+    test_ids = read_id_column(public_dir / "sample_submission.csv", columns[0])
     out_dir = submission_dir / "enhanced"
     out_dir.mkdir(parents=True, exist_ok=True)
     rows = []
@@ -48,4 +51,4 @@ def solve(public_dir: Path, submission_dir: Path) -> None:
         enhanced = np.clip(np.rint(_design(low) @ coef), 0, 255).astype(np.uint8)
         Image.fromarray(enhanced.reshape(low.shape)).save(out_dir / f"{image_id}.png")
         rows.append((image_id, f"enhanced/{image_id}.png"))
-    write_csv(submission_dir / "submission.csv", ("image_id", "enhanced_image_path"), rows)
+    write_csv(submission_dir / "submission.csv", columns, rows)

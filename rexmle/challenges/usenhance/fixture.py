@@ -14,7 +14,8 @@ import numpy as np
 from PIL import Image
 from scipy import ndimage
 
-ORGANS = ("breast", "carotid", "kidney", "liver", "thyroid")
+from .prepare import ORGANS
+
 NAMES = ("1", "2", "10", "11")
 HEIGHT, WIDTH = 48, 64
 

@@ -1,30 +1,28 @@
-"""USenhance metrics per image (spec usenhance.md): LNCC, SSIM, PSNR on 8-bit images; means."""
+"""USenhance metrics per image (spec usenhance.md): LNCC, SSIM, PSNR on 8-bit images.
+
+The YAML declares each averaged over the test images.
+"""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 
-from rexmle.challenges.usenhance.submission import read_gray_png
 from rexmle.metrics.image import lncc, psnr, ssim
+from rexmle.tasks.jobs import ScoreCase
+from rexmle.tasks.rows import CaseRow
 
-KEYS = ("lncc", "ssim", "psnr")
+from .submission import read_gray_png
 
 
-def score_case(case: tuple[str, Path, Path]) -> dict[str, object]:
-    """Metrics of one image; ``case`` = (id, prediction path, gold path)."""
-    case_id, pred_path, gold_path = case
+def score_case(case: ScoreCase) -> CaseRow:
+    """LNCC, SSIM and PSNR of one enhanced image against its high-quality reference."""
+    pred_path, gold_path = case.file_pair()
     pred = read_gray_png(pred_path).astype(np.float64)
     truth = read_gray_png(gold_path).astype(np.float64)
-    return {
-        "case_id": case_id,
+    data_range = float(case.params["data_range"])
+    values = {
         "lncc": lncc(pred, truth),
-        "ssim": ssim(pred, truth, data_range=255.0),
-        "psnr": psnr(pred, truth, data_range=255.0),
+        "ssim": ssim(pred, truth, data_range=data_range),
+        "psnr": psnr(pred, truth, data_range=data_range),
     }
-
-
-def aggregate(cases: list[dict[str, object]]) -> dict[str, float]:
-    """Arithmetic mean of every key over the images."""
-    return {key: float(np.mean([float(c[key]) for c in cases])) for key in KEYS}  # type: ignore[arg-type]
+    return CaseRow(case_id=case.case_id, values=values)

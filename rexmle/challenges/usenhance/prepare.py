@@ -9,8 +9,11 @@ import numpy as np
 from PIL import Image
 
 from rexmle.errors import DataError
-from rexmle.split import Split, shuffle_split
+from rexmle.split import Split
 from rexmle.tasks.files import write_csv
+from rexmle.tasks.jobs import PrepareJob
+
+from .submission import SIZES_CSV
 
 ORGANS = ("breast", "carotid", "kidney", "liver", "thyroid")
 log = logging.getLogger(__name__)
@@ -47,10 +50,11 @@ def _as_gray(path: Path) -> tuple[Image.Image, bool]:
         return image.convert("L"), True
 
 
-def prepare(raw_dir: Path, public_dir: Path, private_dir: Path, *, seed: int = 42) -> Split:
+def prepare(job: PrepareJob) -> Split:
     """Split pairs; write grayscale PNGs, the size file, a constant sample and the gold images."""
-    pairs = discover_pairs(raw_dir)
-    split = shuffle_split(list(pairs), test_fraction=0.2, seed=seed, sort_keys=False)
+    pairs = discover_pairs(job.raw)
+    split = job.shuffle_split(list(pairs), sort_keys=False)  # pairs sorted by organ, then name
+    public_dir, gold_dir = job.public, job.gold
     converted = 0
     sizes: dict[str, tuple[int, int]] = {}
     for image_id, (low_path, high_path) in pairs.items():
@@ -62,7 +66,7 @@ def prepare(raw_dir: Path, public_dir: Path, private_dir: Path, *, seed: int = 4
             raise DataError(msg)
         if image_id in split.test:
             low.save(_mkparent(public_dir / "test" / "low_quality" / f"{image_id}.png"))
-            high.save(_mkparent(private_dir / "gold" / "enhanced" / f"{image_id}.png"))
+            high.save(_mkparent(gold_dir / "enhanced" / f"{image_id}.png"))
             sizes[image_id] = (high.size[1], high.size[0])
         else:
             low.save(_mkparent(public_dir / "train" / "low_quality" / f"{image_id}.png"))
@@ -71,8 +75,8 @@ def prepare(raw_dir: Path, public_dir: Path, private_dir: Path, *, seed: int = 4
         log.info("USenhance: converted %d non-grayscale PNG(s) to 8-bit grayscale", converted)
     test_ids = sorted(split.test)
     write_csv(
-        public_dir / "test" / "image_sizes.csv",
-        ("image_id", "height", "width"),
+        public_dir / SIZES_CSV,
+        (job.columns[0], "height", "width"),
         [(i, str(sizes[i][0]), str(sizes[i][1])) for i in test_ids],
     )
     rows = [(i, f"enhanced/{i}.png") for i in test_ids]
@@ -80,12 +84,11 @@ def prepare(raw_dir: Path, public_dir: Path, private_dir: Path, *, seed: int = 4
         height, width = sizes[image_id]
         constant = Image.fromarray(np.full((height, width), 128, np.uint8))
         constant.save(_mkparent(public_dir / "enhanced" / f"{image_id}.png"))
-    write_csv(public_dir / "sample_submission.csv", ("image_id", "enhanced_image_path"), rows)
-    write_csv(private_dir / "gold" / "submission.csv", ("image_id", "enhanced_image_path"), rows)
+    job.write_answer_csvs(gold_rows=rows, sample_rows=rows)
     return Split(
         train=split.train,
         test=split.test,
-        rule="pairs sorted by organ then file name; " + split.rule.removeprefix("sorted keys; "),
+        rule=split.rule,
         source={"converted_to_grayscale": converted},
     )
 

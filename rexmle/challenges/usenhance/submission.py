@@ -11,13 +11,18 @@ from PIL import UnidentifiedImageError
 
 from rexmle.io import open_pillow
 from rexmle.tasks.checks import pixel_budget
+from rexmle.tasks.jobs import CheckContext
+from rexmle.tasks.submission import SubmissionCase
+
+SIZES_CSV = "test/image_sizes.csv"
+"""Public file ``<id column>,height,width``: the size each enhanced image must have."""
 
 
 @functools.cache
-def expected_sizes(public_dir: Path) -> dict[str, tuple[int, int]]:
+def expected_sizes(public_dir: Path, id_column: str) -> dict[str, tuple[int, int]]:
     """(height, width) per test id from ``public/test/image_sizes.csv``."""
-    with open(public_dir / "test" / "image_sizes.csv", newline="", encoding="utf-8") as handle:
-        return {r["image_id"]: (int(r["height"]), int(r["width"])) for r in csv.DictReader(handle)}
+    with open(public_dir / SIZES_CSV, newline="", encoding="utf-8") as handle:
+        return {r[id_column]: (int(r["height"]), int(r["width"])) for r in csv.DictReader(handle)}
 
 
 def read_gray_png(path: Path) -> np.ndarray:
@@ -27,11 +32,15 @@ def read_gray_png(path: Path) -> np.ndarray:
         return np.asarray(image, dtype=np.uint8)
 
 
-def check_enhanced_png(case_id: str, path: Path, public_dir: Path) -> list[str]:
-    """Reasons why ``path`` is not a valid enhanced image for ``case_id``."""
-    if not path.name.lower().endswith(".png"):
-        return [f"{path.name}: write a PNG file (.png)"]
-    expected = expected_sizes(public_dir)[case_id]
+def check_case(case: SubmissionCase, context: CheckContext) -> list[str]:
+    """Reasons why the case's file (named ``.png``, as declared) is not a valid enhanced image.
+
+    The file must be a PNG that Pillow reads, in mode ``L`` (8-bit single channel), of the
+    height x width given in ``public/test/image_sizes.csv``; nothing is converted or resized.
+    """
+    assert context.task.submission is not None  # the YAML declares the columns
+    (path,) = case.paths.values()
+    expected = expected_sizes(context.public, context.task.submission.id_column)[case.case_id]
     try:
         with open_pillow(path) as image:  # lazy: the header only, until load()
             mode, (width, height), fmt = image.mode, image.size, image.format
