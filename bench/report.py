@@ -20,12 +20,28 @@ from pathlib import Path
 
 import numpy as np
 
+from rexmle.grading.report import GradeReport
+from rexmle.ranking import MedalThresholds, Ranking
 from rexmle.report import collect_runs, write_report
 from rexmle.report.overlays import MANIFEST, OVERLAY_DIR, overlay_png
 from rexmle.tasks.registry import all_tasks
 
 AGENTS = ("aide", "ml-master", "rd-agent")
 SEEDS = 3
+
+
+def _ranking(percentile: float) -> Ranking:
+    """A place on a 10-row leaderboard with the given percentile (no medal)."""
+    return Ranking(
+        n_rows=10,
+        positions={},
+        mean_position=5.0,
+        percentile=percentile,
+        medal=None,
+        above_median=False,
+        any_medal=False,
+        thresholds=MedalThresholds(gold=1.0, silver=2.0, bronze=3.0, above_median=5.5),
+    )
 
 
 def make_runs(root: Path, rng: np.random.Generator) -> int:
@@ -55,18 +71,22 @@ def make_runs(root: Path, rng: np.random.Generator) -> int:
                 (folder / "agent.stderr.log").write_text("warning: slow\n" * 1000)
                 if status == "completed":
                     value = float(rng.random())
-                    grade = {
-                        "task": task_id,
-                        "valid": True,
-                        "reasons": [],
-                        "metrics": {spec.headline.key: value},
-                        "cases": [
-                            {"case_id": f"case{i:03d}", spec.headline.key: float(rng.random())}
-                            for i in range(20)
-                        ],
-                        "ranking": {"percentile": float(rng.random()), "medal": None},
-                    }
-                    (folder / "grade.json").write_text(json.dumps(grade))
+                    cases = [
+                        {"case_id": f"case{i:03d}", spec.headline.key: float(rng.random())}
+                        for i in range(20)
+                    ]
+                    grade = GradeReport(
+                        task=task_id,
+                        valid=True,
+                        reasons=[],
+                        metrics={spec.headline.key: value},
+                        cases=cases,
+                        ranking=_ranking(float(rng.random())),
+                        data="full",
+                        rexmle_version="bench",
+                        seconds=60.0,
+                    )
+                    (folder / "grade.json").write_text(grade.model_dump_json())
                     (folder / "submission").mkdir()
                     (folder / "submission" / "submission.csv").write_text("case_id\n")
                     if spec.task_type == "segmentation":

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
+from rexmle.errors import RexmleError
 from rexmle.ranking import Ranking
+
+_MAX_LISTED_PROBLEMS = 5
 
 
 class ValidationResult(BaseModel):
@@ -39,3 +43,40 @@ class GradeReport(BaseModel):
     reports written before the field existed."""
     rexmle_version: str
     seconds: float
+
+    @property
+    def headline_key(self) -> str:
+        """The task's headline metric: the one its YAML marks ``headline: true``."""
+        from rexmle.tasks.registry import get_task
+
+        return get_task(self.task).headline.key
+
+    @property
+    def headline_value(self) -> float | None:
+        """The headline metric's value; None for an invalid submission (no metrics)."""
+        return self.metrics.get(self.headline_key) if self.valid else None
+
+
+def read_grade_report(path: Path) -> GradeReport:
+    """The grade report stored in ``path`` (a ``grade.json`` as ``rexmle grade --json`` writes).
+
+    Raises:
+        RexmleError: the file cannot be read, is not JSON, or is not a grade report; the message
+            names the file and the first fields that are missing or wrong.
+    """
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        msg = f"cannot read the grade report {path}: {err}"
+        raise RexmleError(msg) from err
+    try:
+        return GradeReport.model_validate_json(text)
+    except ValidationError as err:
+        problems = [
+            f"{'.'.join(str(part) for part in e['loc']) or '(file)'}: {e['msg']}"
+            for e in err.errors()[:_MAX_LISTED_PROBLEMS]
+        ]
+        more = err.error_count() - len(problems)
+        tail = f"; and {more} more" if more > 0 else ""
+        msg = f"{path} is not a grade report ({'; '.join(problems)}{tail})"
+        raise RexmleError(msg) from err

@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from rexmle.errors import RexmleError
+from rexmle.grading.report import read_grade_report
 from rexmle.report.collect import RunResult
 from rexmle.report.overlays import OVERLAY_DIR, read_overlays
 from rexmle.report.render import (
@@ -307,8 +309,8 @@ def _cases_section(result: RunResult) -> str:
     if not path.is_file():
         return "<h2>Per-case scores</h2><p><em>not graded</em></p>"
     try:
-        cases = json.loads(path.read_text(encoding="utf-8")).get("cases", [])
-    except (OSError, json.JSONDecodeError, AttributeError):
+        cases = read_grade_report(path).cases
+    except RexmleError:
         return "<h2>Per-case scores</h2><p><em>grade.json unreadable</em></p>"
     if not cases:
         return "<h2>Per-case scores</h2><p><em>none (invalid or no submission)</em></p>"

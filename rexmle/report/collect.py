@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rexmle.errors import RexmleError
+from rexmle.grading.report import read_grade_report
 from rexmle.tasks.registry import all_tasks
 
 _SEED = re.compile(r"^seed-(\d+)$")
@@ -151,13 +152,8 @@ def result_from_folder(folder: Path, *, group: str, task: str, agent: str, seed:
     """
     record = read_json_object(folder / "run.json")
     grade_path = folder / "grade.json"
-    grade = read_json_object(grade_path) if grade_path.is_file() else {}
-    headline = all_tasks()[task].headline.key
-    valid = bool(grade.get("valid"))
-    metrics = {str(k): float(v) for k, v in _dict(grade.get("metrics")).items()}  # type: ignore[arg-type]
-    ranking = _dict(grade.get("ranking"))
-    raw_reasons = grade.get("reasons")
-    reasons = [str(r) for r in raw_reasons] if isinstance(raw_reasons, list) else []
+    grade = read_grade_report(grade_path) if grade_path.is_file() else None
+    graded = grade if grade is not None and grade.valid else None  # None: FAIL or not graded
     config = _dict(record.get("config"))
     sandbox = _dict(record.get("sandbox"))
     timings = _dict(record.get("timings_s"))
@@ -166,21 +162,20 @@ def result_from_folder(folder: Path, *, group: str, task: str, agent: str, seed:
     network = sandbox.get("network")
     if isinstance(network, dict):
         network = network.get("mode", json.dumps(network, sort_keys=True))
-    medal = ranking.get("medal")
     return RunResult(
         group=group,
         task=task,
         agent=agent,
         seed=seed,
         status=str(record.get("status", "unknown")),
-        valid=valid,
-        headline_key=headline,
-        headline_value=metrics.get(headline) if valid else None,
-        percentile=float(ranking.get("percentile", 0.0)) if valid else 0.0,  # type: ignore[arg-type]
-        medal=str(medal) if valid and medal else None,
-        above_median=bool(ranking.get("above_median", False)) if valid else False,
-        metrics=metrics if valid else {},
-        reasons=reasons,
+        valid=graded is not None,
+        headline_key=all_tasks()[task].headline.key,
+        headline_value=None if graded is None else graded.headline_value,
+        percentile=0.0 if graded is None else graded.ranking.percentile,
+        medal=None if graded is None else graded.ranking.medal,
+        above_median=False if graded is None else graded.ranking.above_median,
+        metrics={} if graded is None else dict(graded.metrics),
+        reasons=[] if grade is None else list(grade.reasons),
         path=folder,
         condition=_label(record.get("condition")),
         experiment=_label(record.get("experiment")),

@@ -227,14 +227,18 @@ def write_overlays(task_id: str, submission: Path, gold: Path, run_folder: Path)
 
     Raises:
         OSError, ValueError, rexmle.io.ImageReadError: a file cannot be read or written.
+        RexmleError: grade.json is not a grade report.
     """
+    from rexmle.grading.report import read_grade_report
     from rexmle.tasks.registry import get_task
 
     target = run_folder / OVERLAY_DIR
     shutil.rmtree(target, ignore_errors=True)
     grade_path = run_folder / "grade.json"
-    grade = json.loads(grade_path.read_text(encoding="utf-8")) if grade_path.is_file() else {}
-    if not grade.get("valid"):
+    if not grade_path.is_file():
+        return []
+    grade = read_grade_report(grade_path)
+    if not grade.valid:
         return []
     spec = get_task(task_id)
     if spec.task_type == "detection":
@@ -247,7 +251,7 @@ def write_overlays(task_id: str, submission: Path, gold: Path, run_folder: Path)
     pairs = {p.case_id: p for p in found}
     if not pairs:
         return []
-    cases = [c for c in grade.get("cases", []) if isinstance(c, dict)]
+    cases = grade.cases
     key = score_key(task_id, cases) or ""
     written: list[Overlay] = []
     total = 0

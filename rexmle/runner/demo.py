@@ -75,9 +75,7 @@ def sample_headline(task_id: str, data_dir: Path) -> float | None:
     with tempfile.TemporaryDirectory(prefix="rexmle-sample-") as scratch:
         copy_sample_submission(dirs.public, Path(scratch))
         report = grade_submission(task_id, Path(scratch), data_dir=data_dir, workers=1)
-    if not report.valid:
-        return None
-    return report.metrics.get(get_task(task_id).headline.key)
+    return report.headline_value
 
 
 def _format(value: float | None) -> str:

@@ -24,7 +24,6 @@ processes); with GPUs, each run holds one GPU slot and sees only it (CUDA_VISIBL
 from __future__ import annotations
 
 import contextlib
-import json
 import queue
 import shutil
 import subprocess
@@ -52,7 +51,7 @@ from rexmle.agents.llm_launch import OUTPUT_DIR as LLM_OUTPUT_DIR
 from rexmle.agents.llm_launch import prepare_launch
 from rexmle.agents.registry import AgentSpec
 from rexmle.errors import RexmleError
-from rexmle.grading.report import GradeReport
+from rexmle.grading.report import GradeReport, read_grade_report
 from rexmle.llm.gateway import Gateway, RunLink, strip_provider_keys
 from rexmle.runner.leftovers import SocketDir, remove_stale_socket_dirs
 from rexmle.runner.limits import (
@@ -190,9 +189,9 @@ def _grade(job: RunJob, options: RunOptions, submission: Path) -> tuple[GradeSum
     report: GradeReport | None = None
     if partial.is_file():
         try:
-            report = GradeReport.model_validate_json(partial.read_text(encoding="utf-8"))
-        except ValueError:
-            report = None
+            report = read_grade_report(partial)
+        except RexmleError:
+            report = None  # a grader that wrote no complete report failed: said below
     summary = GradeSummary(valid=False, grader_exit_code=code)
     expected_valid = {0: True, GRADE_INVALID: False}
     if code not in expected_valid or report is None or report.valid != expected_valid[code]:
@@ -202,15 +201,12 @@ def _grade(job: RunJob, options: RunOptions, submission: Path) -> tuple[GradeSum
     partial.replace(grade_json)
     if not report.valid:
         return summary, None
-    from rexmle.tasks.registry import get_task
-
-    headline = get_task(job.config.task).headline.key
     return (
         GradeSummary(
             valid=True,
             grader_exit_code=code,
-            headline_key=headline,
-            headline_value=report.metrics.get(headline),
+            headline_key=report.headline_key,
+            headline_value=report.headline_value,
             percentile=report.ranking.percentile,
             medal=report.ranking.medal,
         ),
@@ -524,9 +520,9 @@ def _failure_note(record: RunRecord, folder: Path) -> str:
     from rich.markup import escape
 
     if record.status == "invalid_submission":
-        grade = load_grade(folder) or {}
-        reasons = grade.get("reasons")
-        if isinstance(reasons, list) and reasons:
+        grade = load_grade(folder)
+        reasons = [] if grade is None else grade.reasons
+        if reasons:
             more = f" (+{len(reasons) - 1} more in grade.json)" if len(reasons) > 1 else ""
             return f"  reason: {escape(str(reasons[0]).splitlines()[0][:300])}{more}"
     if record.status == "agent_error":
@@ -612,9 +608,12 @@ def run_jobs(
     return [records[i] for i in range(len(jobs))]
 
 
-def load_grade(folder: Path) -> dict[str, object] | None:
-    """The run's grade.json as a dict, or None."""
+def load_grade(folder: Path) -> GradeReport | None:
+    """The run's grade.json, or None when there is none or it is not a grade report."""
     path = folder / "grade.json"
     if not path.is_file():
         return None
-    return json.loads(path.read_text(encoding="utf-8"))
+    try:
+        return read_grade_report(path)
+    except RexmleError:
+        return None

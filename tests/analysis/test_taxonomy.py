@@ -19,6 +19,7 @@ from rexmle.grading import grade_submission
 from rexmle.grading.grader import write_report
 from rexmle.io import read_image, write_image
 from rexmle.report import collect_runs
+from tests.grade_reports import grade_report_json
 
 
 def _folder(runs: Path, agent: str, seed: int, record: dict, *, stderr: str = "") -> Path:
@@ -67,9 +68,8 @@ def test_every_class_from_run_folders(tmp_path: Path) -> None:
     invalid = _folder(runs, "a", 7, {"status": "invalid_submission"})
     (invalid / "submission").mkdir()
     (invalid / "submission" / "submission.csv").write_text("case_id\n")
-    (invalid / "grade.json").write_text(
-        json.dumps({"valid": False, "reasons": ["submission.csv: 2 test id(s) missing: x, y."]})
-    )
+    reasons = ["submission.csv: 2 test id(s) missing: x, y."]
+    (invalid / "grade.json").write_text(grade_report_json("isles22", valid=False, reasons=reasons))
     labels = [classify(r).label for r in collect_runs(runs)]
     assert labels == [
         "unfinished",

@@ -15,6 +15,7 @@ from PIL import Image
 from rexmle.grading import grade_submission
 from rexmle.grading.grader import write_report
 from rexmle.report.overlays import MANIFEST, OVERLAY_DIR, boxes_png, overlay_png, write_overlays
+from tests.grade_reports import grade_report_json
 
 GREEN, RED = (40, 200, 90), (230, 60, 50)
 
@@ -71,7 +72,7 @@ def test_an_invalid_grade_writes_nothing(prepared_mini, tmp_path: Path) -> None:
     dirs = prepared_mini("dentex")
     folder = tmp_path / "run"
     folder.mkdir()
-    (folder / "grade.json").write_text(json.dumps({"valid": False, "reasons": ["x"]}))
+    (folder / "grade.json").write_text(grade_report_json("dentex", valid=False, reasons=["x"]))
     assert write_overlays("dentex", dirs.gold, dirs.gold, folder) == []
     assert not (folder / OVERLAY_DIR).exists()
 

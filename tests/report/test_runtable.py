@@ -16,6 +16,7 @@ from rexmle.report.render import render_html, render_json, render_markdown
 from rexmle.report.runtable import RUN_TABLE_COLUMNS, write_run_table
 from rexmle.report.stats import hierarchical_bootstrap
 from rexmle.report.tables import performance_overview, seed_statistics
+from tests.grade_reports import grade_report_json
 
 
 def _run(
@@ -44,24 +45,18 @@ def _run(
         record["condition"] = condition
     (folder / "run.json").write_text(json.dumps(record))
     if grade is not None:
-        (folder / "grade.json").write_text(json.dumps(grade))
+        (folder / "grade.json").write_text(grade_report_json(task, **grade))
         (folder / "submission").mkdir()
         (folder / "submission" / "submission.csv").write_text("case_id\n")
     return folder
 
 
 def _valid(key: str, value: float, percentile: float) -> dict:
-    return {
-        "valid": True,
-        "reasons": [],
-        "metrics": {key: value},
-        "cases": [],
-        "ranking": {"percentile": percentile, "medal": None, "above_median": False},
-    }
+    return {"valid": True, "metrics": {key: value}, "percentile": percentile}
 
 
 def _invalid(reason: str) -> dict:
-    return {"valid": False, "reasons": [reason], "metrics": {}, "cases": [], "ranking": {}}
+    return {"valid": False, "reasons": [reason]}
 
 
 @pytest.fixture
@@ -264,3 +259,11 @@ def test_conditions_of_one_group_get_their_own_tables(tmp_path: Path) -> None:
     # gpt-5: (0.4 + 0.2) / 2 = 30 %; claude: its one task, 80 %
     assert tables[("g", "gpt-5", "mini")].iloc[-1]["A rank"] == "30.00%"
     assert tables[("g", "claude", "mini")].iloc[-1]["A rank"] == "80.00%"
+
+
+def test_a_grade_json_that_is_not_a_grade_report_is_named(tmp_path: Path) -> None:
+    root = tmp_path / "runs"
+    folder = _run(root, "g", "isles22", "A", 0, "completed", grade=_valid("dice", 0.5, 0.5))
+    (folder / "grade.json").write_text('{"valid": true, "metrics": {"dice": 0.5}}')
+    with pytest.raises(RexmleError, match=r"grade\.json is not a grade report \(task: Field"):
+        collect_runs(root)
