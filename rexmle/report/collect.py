@@ -53,8 +53,11 @@ class RunResult:
     condition: str = ""
     """The run's experimental condition (run.json ``condition``), empty when none."""
     experiment: str = ""
-    mini: bool | None = None
-    """True for runs on the synthetic mini data; None when run.json does not say."""
+    data: str = "unknown"
+    """``mini``, ``full`` or ``unknown``: the data the run was graded on, as its grade.json says
+    (the grader's reading of prepared.json). A run without a graded report (it failed first, or
+    its report predates the field) has the data its run.json config asked for; ``unknown``
+    when that does not say either."""
     isolated: bool | None = None
     """Whether the sandbox isolated files (False for the ``local`` sandbox)."""
     sandbox_kind: str = ""
@@ -87,11 +90,6 @@ class RunResult:
     def failed(self) -> bool:
         """A scored run without a valid graded submission (a FAIL cell)."""
         return self.scored and not self.valid
-
-    @property
-    def data(self) -> str:
-        """``mini``, ``full`` or ``unknown``: which data the run used."""
-        return "unknown" if self.mini is None else ("mini" if self.mini else "full")
 
     @property
     def reason(self) -> str:
@@ -157,7 +155,10 @@ def result_from_folder(folder: Path, *, group: str, task: str, agent: str, seed:
     config = _dict(record.get("config"))
     sandbox = _dict(record.get("sandbox"))
     timings = _dict(record.get("timings_s"))
-    mini = config.get("mini")
+    configured = config.get("mini")
+    data = grade.data if grade is not None and grade.data is not None else None
+    if data is None and isinstance(configured, bool):
+        data = "mini" if configured else "full"
     isolated = sandbox.get("isolated")
     network = sandbox.get("network")
     if isinstance(network, dict):
@@ -179,7 +180,7 @@ def result_from_folder(folder: Path, *, group: str, task: str, agent: str, seed:
         path=folder,
         condition=_label(record.get("condition")),
         experiment=_label(record.get("experiment")),
-        mini=mini if isinstance(mini, bool) else None,
+        data=data or "unknown",
         isolated=isolated if isinstance(isolated, bool) else None,
         sandbox_kind=str(sandbox.get("kind", "")),
         network="" if network is None else str(network),

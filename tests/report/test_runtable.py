@@ -267,3 +267,22 @@ def test_a_grade_json_that_is_not_a_grade_report_is_named(tmp_path: Path) -> Non
     (folder / "grade.json").write_text('{"valid": true, "metrics": {"dice": 0.5}}')
     with pytest.raises(RexmleError, match=r"grade\.json is not a grade report \(task: Field"):
         collect_runs(root)
+
+
+def test_the_data_a_run_was_graded_on_comes_from_its_grade_report(tmp_path: Path) -> None:
+    root = tmp_path / "runs"
+    # config asked for full data, but the data dir held a mini prepare: grade.json says mini
+    _run(
+        root,
+        "g",
+        "isles22",
+        "A",
+        0,
+        "completed",
+        grade=_valid("dice", 0.5, 0.5) | {"data": "mini"},
+        mini=False,
+    )
+    # a report without the field and a run never graded: the config's data
+    _run(root, "g", "isles22", "A", 1, "completed", grade=_valid("dice", 0.5, 0.5), mini=False)
+    _run(root, "g", "isles22", "A", 2, "agent_error", mini=True)
+    assert [r.data for r in collect_runs(root)] == ["mini", "full", "mini"]
