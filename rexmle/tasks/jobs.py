@@ -13,9 +13,22 @@ from pathlib import Path
 from typing import Any
 
 from rexmle.split import Split, shuffle_split
+from rexmle.tasks.csvfile import read_id_column
 from rexmle.tasks.files import write_csv
 from rexmle.tasks.spec import TaskSpec
 from rexmle.tasks.submission import LoadedSubmission, SubmissionCase
+
+
+def declared_columns(task: TaskSpec) -> tuple[str, ...]:
+    """The task's declared submission columns, id column first.
+
+    Raises:
+        ValueError: the task declares no ``submission`` section.
+    """
+    if task.submission is None:
+        msg = f"{task.id}: no submission columns are declared (section submission)"
+        raise ValueError(msg)
+    return task.submission.required_columns
 
 
 @dataclass(frozen=True)
@@ -41,10 +54,7 @@ class PrepareJob:
     @property
     def columns(self) -> tuple[str, ...]:
         """The declared submission columns, id column first (the header of both CSVs)."""
-        if self.task.submission is None:
-            msg = f"{self.task.id}: no submission columns are declared (section submission)"
-            raise ValueError(msg)
-        return self.task.submission.required_columns
+        return declared_columns(self.task)
 
     @property
     def gold(self) -> Path:
@@ -148,3 +158,16 @@ class BaselineJob:
     def params(self) -> dict[str, Any]:
         """The task's declared ``params``."""
         return self.task.params
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """The declared submission columns, id column first (the header of ``submission.csv``)."""
+        return declared_columns(self.task)
+
+    def test_ids(self) -> list[str]:
+        """The ids to predict: the id column of ``public/sample_submission.csv``, in file order."""
+        return read_id_column(self.public / "sample_submission.csv", self.columns[0])
+
+    def write_submission_csv(self, rows: Sequence[Sequence[object]]) -> None:
+        """Write ``submission.csv`` into the submission folder: the declared columns, then rows."""
+        write_csv(self.submission / "submission.csv", self.columns, rows)
