@@ -116,26 +116,32 @@ def write_case(family: str, folder: Path) -> tuple[Path, Path, int]:
     return gold_path, pred_path, truth.nbytes
 
 
+def one_case(gold: Path, pred: Path, params: dict[str, object]) -> object:
+    """The ScoreCase a family's ``score_case`` gets for the case (gold, pred)."""
+    from rexmle.tasks.jobs import ScoreCase
+    from rexmle.tasks.submission import SubmissionCase
+
+    column = "predicted_mask_path"
+    return ScoreCase(
+        case_id="case",
+        submitted=SubmissionCase("case", {}, {column: pred}),
+        gold=SubmissionCase("case", {}, {column: gold}),
+        public=gold.parent,
+        private=gold.parent,
+        params=params,
+    )
+
+
 def score_one(family: str, gold: Path, pred: Path) -> dict[str, object]:
     """Score one case in this process; timing and peak memory growth included."""
     if family == "topbrain":
         from rexmle.challenges.topbrain.metrics import score_case
-        from rexmle.tasks.jobs import ScoreCase
-        from rexmle.tasks.submission import SubmissionCase
 
-        column = "predicted_mask_path"
-        item: object = ScoreCase(
-            case_id="case",
-            submitted=SubmissionCase("case", {}, {column: pred}),
-            gold=SubmissionCase("case", {}, {column: gold}),
-            public=gold.parent,
-            private=gold.parent,
-            params={"scan": "ct"},
-        )
+        item: object = one_case(gold, pred, {"scan": "ct"})
     elif family == "panther":
         from rexmle.challenges.panther.metrics import score_case
 
-        item = ("case", pred, gold)
+        item = one_case(gold, pred, {"task": 1})
     else:
         from rexmle.challenges.seg_a.metrics import score_case
 

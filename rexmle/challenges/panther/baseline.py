@@ -8,15 +8,13 @@ and only the largest 26-connected component is kept. Deterministic; numpy and sc
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 from scipy import ndimage
 
-from rexmle.challenges.panther.prepare import SUBMISSION_COLUMNS, prediction_name
 from rexmle.io import read_image, write_image
-from rexmle.tasks.csvfile import read_id_column
-from rexmle.tasks.files import write_csv
+from rexmle.tasks.jobs import BaselineJob
+
+from .prepare import prediction_name
 
 _BOX = np.ones((3, 3, 3), dtype=bool)
 
@@ -38,8 +36,9 @@ def largest_component(mask: np.ndarray) -> np.ndarray:
     return labels == int(np.argmax(sizes))
 
 
-def solve(public_dir: Path, submission_dir: Path, *, seed: int = 0) -> None:
-    """Fit the window on ``public_dir/train`` and write masks for ``public_dir/test``."""
+def solve(job: BaselineJob) -> None:
+    """Fit the window on ``public/train`` and write masks for ``public/test`` (no randomness)."""
+    public_dir, submission_dir = job.public, job.submission
     tumour_values = []
     for label_path in sorted((public_dir / "train" / "labels").glob("*.mha")):
         image_path = public_dir / "train" / "images" / f"{label_path.name[:-4]}_0000.mha"
@@ -47,13 +46,12 @@ def solve(public_dir: Path, submission_dir: Path, *, seed: int = 0) -> None:
         tumour = np.asarray(read_image(label_path).array) == 1
         tumour_values.append(image[tumour])
     lo, hi = np.percentile(np.concatenate(tumour_values), [5, 95])
-    test_ids = read_id_column(public_dir / "sample_submission.csv", "image_id")
     rows = []
-    for case_id in test_ids:
+    for case_id in job.test_ids():
         image = read_image(public_dir / "test" / "images" / f"{case_id}_0000.mha")
         scaled = standardise(np.asarray(image.array, dtype=float))
         mask = largest_component((scaled >= lo) & (scaled <= hi))
         relative = prediction_name(case_id)
         write_image(submission_dir / relative, mask.astype(np.uint8), like=image.geometry)
         rows.append((case_id, relative))
-    write_csv(submission_dir / "submission.csv", SUBMISSION_COLUMNS, rows)
+    job.write_submission_csv(rows)

@@ -21,26 +21,26 @@ Other deviations kept from the spec: a uniform prediction penalises that case on
 function stops at it); an all-ones prediction keeps its real volume (the official sets 0); the
 GT is label 1 only (the official casts every non-zero label to tumour).
 
-Aggregation: ``dsc``, ``msd``, ``hd95``, ``masd`` (and the ``*_physical`` keys) are means over the
-test cases; ``rmse`` = sqrt(mean over cases of (V_pred - V_gt)²) in mm³.
+Aggregation (declared in the YAML): ``dsc``, ``msd``, ``hd95``, ``masd`` and the ``*_physical``
+keys are means over the test cases; ``rmse`` = sqrt(mean over cases of (V_pred - V_gt)²) in mm³
+(:func:`aggregate`).
 """
 
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import numpy as np
 
 from rexmle.io import read_image
 from rexmle.metrics.overlap import dice, volume_mm3, volume_rmse
 from rexmle.metrics.surface import surfel_scores
+from rexmle.tasks.jobs import ScoreCase
+from rexmle.tasks.rows import CaseRow, CaseValue, column
+from rexmle.tasks.spec import TaskSpec
 
 TOLERANCE_MM = 5.0
 PERCENT = 95.0
-LEADERBOARD_KEYS = ("dsc", "msd", "hd95", "masd", "rmse")
-EXTRA_KEYS = ("msd_physical", "hd95_physical", "masd_physical")
-_MEAN_KEYS = ("dsc", "msd", "hd95", "masd", *EXTRA_KEYS)
 
 
 def official_spacing(spacing_xyz: tuple[float, float, float]) -> tuple[float, float, float]:
@@ -55,7 +55,7 @@ def official_spacing(spacing_xyz: tuple[float, float, float]) -> tuple[float, fl
 
 def score_arrays(
     pred: np.ndarray, truth: np.ndarray, spacing_xyz: tuple[float, float, float]
-) -> dict[str, float]:
+) -> dict[str, CaseValue]:
     """Per-case metrics of boolean (x, y, z) masks with the GT spacing in (x, y, z) order."""
     uniform = not pred.any() or bool(pred.all())
     ranked = surfel_scores(
@@ -82,25 +82,17 @@ def score_arrays(
     }
 
 
-def score_case(case: tuple[str, Path, Path]) -> dict[str, object]:
-    """Metrics of one case; ``case`` = (case id, prediction path, gold path)."""
-    case_id, pred_path, gold_path = case
+def score_case(case: ScoreCase) -> CaseRow:
+    """Metrics of one case, with the gold spacing (SimpleITK reads both files, as officially)."""
+    pred_path, gold_path = case.file_pair()
     gold = read_image(gold_path, reader="simpleitk")
     # C order whatever the file format (NIfTI arrives in Fortran order)
     truth = np.ascontiguousarray(np.asarray(gold.array) == 1)
     pred = np.ascontiguousarray(np.asarray(read_image(pred_path, reader="simpleitk").array) == 1)
     s_x, s_y, s_z = (float(s) for s in gold.spacing_mm)
-    return {"case_id": case_id, **score_arrays(pred, truth, (s_x, s_y, s_z))}
+    return CaseRow(case_id=case.case_id, values=score_arrays(pred, truth, (s_x, s_y, s_z)))
 
 
-def aggregate(cases: list[dict[str, object]]) -> dict[str, float]:
-    """Means of the per-case scores and the tumour-burden RMSE."""
-    result = {
-        key: float(np.mean([float(c[key]) for c in cases]))  # type: ignore[arg-type]
-        for key in _MEAN_KEYS
-    }
-    result["rmse"] = volume_rmse(
-        [float(c["volume_pred_mm3"]) for c in cases],  # type: ignore[arg-type]
-        [float(c["volume_gt_mm3"]) for c in cases],  # type: ignore[arg-type]
-    )
-    return result
+def aggregate(rows: list[CaseRow], task: TaskSpec) -> dict[str, float]:
+    """``rmse``: the tumour-burden RMSE over the cases' ``volume_pred_mm3`` and ``volume_gt_mm3``."""
+    return {"rmse": volume_rmse(column(rows, "volume_pred_mm3"), column(rows, "volume_gt_mm3"))}

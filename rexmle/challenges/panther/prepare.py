@@ -1,8 +1,9 @@
 """PANTHER raw -> public/private (spec panther.md, "Source", "Split", "Public/Private layout").
 
 Both tasks read the shared raw folder; each finds its own cases by strict file-name patterns
-(recursive search, folder nesting not relied on). A file belongs to a task when its parent folder
-is named as in the table below and its name matches the pattern exactly:
+(recursive search, folder nesting not relied on). A file belongs to a task (``params.task`` of its
+YAML) when its parent folder is named as in the table below and its name matches the pattern
+exactly:
 
 =====  ======================  ============================  ====================
 task   image (``ImagesTr/``)   label (``LabelsTr/``)         id
@@ -23,14 +24,14 @@ from pathlib import Path
 
 import numpy as np
 
-from rexmle.errors import DataError
+from rexmle.errors import DataError, SpecError
 from rexmle.io import Geometry, read_image, write_image
-from rexmle.split import Split, shuffle_split
-from rexmle.tasks.files import check_image_label_grid, write_csv
+from rexmle.split import Split
+from rexmle.tasks.files import check_image_label_grid
+from rexmle.tasks.jobs import PrepareJob
 
 log = logging.getLogger(__name__)
 
-SUBMISSION_COLUMNS = ("image_id", "predicted_mask_path")
 SPACING_TOLERANCE_MM = 1e-4
 TUMOUR = 1
 KNOWN_LABEL_VALUES = frozenset({0, 1, 2})
@@ -70,6 +71,19 @@ class RawCase:
     case_id: str
     image: Path
     label: Path
+
+
+def task_layout(params: dict[str, object]) -> TaskLayout:
+    """The file layout of the task that ``params.task`` (1 or 2) names.
+
+    Raises:
+        SpecError: ``params.task`` names no PANTHER task.
+    """
+    number = params.get("task")
+    if number not in LAYOUTS:
+        msg = f"PANTHER: params.task must be one of {sorted(LAYOUTS)}, got {number!r}"
+        raise SpecError(msg)
+    return LAYOUTS[number]  # type: ignore[index]
 
 
 def prediction_name(case_id: str) -> str:
@@ -144,16 +158,17 @@ def check_case(case: RawCase) -> tuple[Geometry, Geometry, set[int], int]:
     return image, grid, values, int(np.count_nonzero(array == TUMOUR))
 
 
-def prepare(
-    raw_dir: Path, public_dir: Path, private_dir: Path, *, task: int, seed: int = 42
-) -> Split:
+def prepare(job: PrepareJob) -> Split:
     """Copy one task's raw files into the public/private layout; write gold and the sample."""
-    layout = LAYOUTS[task]
+    layout = task_layout(job.params)
+    task = layout.number
+    raw_dir, public_dir = job.raw, job.public
     cases = discover_cases(raw_dir, layout)
     checked = {case_id: check_case(case) for case_id, case in cases.items()}
     label_values = sorted(set().union(*(values for _, _, values, _ in checked.values())))
     log.info("PANTHER task %d: label values found %s", task, label_values)
-    by_id = shuffle_split(list(cases), test_fraction=0.2, seed=seed)
+    by_id = job.shuffle_split(list(cases))
+    (zenodo,) = job.task.sources
     empty_test = [i for i in by_id.test if checked[i][3] == 0]
     if empty_test:
         msg = f"PANTHER task {task}: test case(s) {empty_test} have no tumour voxel (label 1)"
@@ -164,7 +179,7 @@ def prepare(
         rule=by_id.rule + f"; task-{task} ids from the strict file-name patterns",
         source={
             "dataset": f"PANTHER 2025 task {task}",
-            "zenodo_record": "15192302",
+            "zenodo_record": zenodo.record,
             "label_values": label_values,
         },
     )
@@ -175,7 +190,7 @@ def prepare(
     if layout.has_unlabelled:
         for path in unlabelled_images(raw_dir):
             _copy(path, public_dir / "train_unlabeled" / "images" / path.name)
-    gold_dir = private_dir / "gold"
+    gold_dir = job.gold
     rows: list[tuple[str, str]] = []
     for case_id in sorted(split.test):
         case = cases[case_id]
@@ -187,8 +202,7 @@ def prepare(
         empty = np.zeros(image_geometry.shape, dtype=np.uint8)
         write_image(public_dir / relative, empty, like=image_geometry)
         rows.append((case_id, relative))
-    write_csv(public_dir / "sample_submission.csv", SUBMISSION_COLUMNS, rows)
-    write_csv(gold_dir / "submission.csv", SUBMISSION_COLUMNS, rows)
+    job.write_answer_csvs(rows, rows)
     return split
 
 
