@@ -120,16 +120,34 @@ def _distinct_small_integers(array: npt.NDArray[np.integer]) -> npt.NDArray[np.i
     return np.flatnonzero(counts) + offset
 
 
+PRESENCE_MAX_VALUE = 1 << 24
+"""Wider integer arrays whose values lie in 0 ... PRESENCE_MAX_VALUE are counted by marking
+each value in a boolean table (16 MiB at most) instead of sorting."""
+
+
+def _distinct_by_presence(array: npt.NDArray[np.integer], top: int) -> npt.NDArray[np.generic]:
+    """Distinct values of a non-negative integer array with maximum ``top`` (no sort)."""
+    present = np.zeros(top + 1, dtype=bool)
+    present[np.ravel(array, order="K")] = True
+    return np.flatnonzero(present).astype(array.dtype)
+
+
 def distinct_values(array: npt.NDArray[np.generic]) -> npt.NDArray[np.generic]:
     """The distinct values of ``array``, ascending (the one counter every family uses).
 
-    8/16-bit integers are counted in chunks (no sort, no full copy); booleans give 0/1 as
-    int64; other dtypes use ``numpy.unique``.
+    8/16-bit integers are counted in chunks (no sort, no full copy); wider integers within
+    0 ... :data:`PRESENCE_MAX_VALUE` are marked in a table (no sort); booleans give 0/1 as
+    int64; other dtypes use ``numpy.unique``. The result equals ``numpy.unique(array)`` (as
+    int64 for 8/16-bit integers and booleans, in the array's dtype otherwise).
     """
     if array.dtype.kind == "b":
         return np.unique(array).astype(np.int64)
     if array.dtype.kind in "iu" and array.dtype.itemsize <= 2:
         return _distinct_small_integers(array)
+    if array.dtype.kind in "iu" and array.size:
+        low, high = int(array.min()), int(array.max())
+        if low >= 0 and high <= PRESENCE_MAX_VALUE:
+            return _distinct_by_presence(array, high)
     return np.unique(array)
 
 
