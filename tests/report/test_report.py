@@ -90,7 +90,8 @@ def test_seed_statistics_and_bootstrap_interval() -> None:
 def _fake_run(runs: Path, agent: str, seed: int, report, status: str) -> None:
     folder = runs / "g" / "isles22" / agent / f"seed-{seed}"
     folder.mkdir(parents=True)
-    (folder / "run.json").write_text(json.dumps({"status": status}))
+    # as the executor writes it: the config names the data asked for (here the mini prepare)
+    (folder / "run.json").write_text(json.dumps({"status": status, "config": {"mini": True}}))
     if report is not None:
         write_report(report, folder / "grade.json")
 
@@ -134,4 +135,4 @@ def test_collect_and_cli_report_from_real_grades(prepared_mini, tmp_path) -> Non
     table = pd.read_csv(tmp_path / "runs.csv")
     assert len(table) == 4 and list(table["agent"]) == ["crash", "oracle", "zeros", "zeros"]
     assert table.loc[1, "percentile"] == 1.0 and table.loc[0, "status"] == "agent_error"
-    assert "data mode not recorded" in done.stdout  # run.json without config: data unknown
+    assert "MINI data (synthetic)" in done.stdout

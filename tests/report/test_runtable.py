@@ -15,7 +15,7 @@ from rexmle.report import collect_runs, leaderboard_table, leaderboard_tables, r
 from rexmle.report.render import render_html, render_json, render_markdown
 from rexmle.report.runtable import RUN_TABLE_COLUMNS, write_run_table
 from rexmle.report.stats import hierarchical_bootstrap
-from rexmle.report.tables import performance_overview, seed_statistics
+from rexmle.report.tables import key_label, performance_overview, seed_statistics
 from tests.grade_reports import grade_report_json
 
 
@@ -285,4 +285,8 @@ def test_the_data_a_run_was_graded_on_comes_from_its_grade_report(tmp_path: Path
     # a report without the field and a run never graded: the config's data
     _run(root, "g", "isles22", "A", 1, "completed", grade=_valid("dice", 0.5, 0.5), mini=False)
     _run(root, "g", "isles22", "A", 2, "agent_error", mini=True)
-    assert [r.data for r in collect_runs(root)] == ["mini", "full", "mini"]
+    # a run.json without config and no grade.json: nothing records its data
+    folder = _run(root, "g", "isles22", "A", 3, "agent_error")
+    (folder / "run.json").write_text(json.dumps({"status": "agent_error"}))
+    assert [r.data for r in collect_runs(root)] == ["mini", "full", "mini", "unknown"]
+    assert "data mode not recorded" in key_label(("g", "", "unknown"))
