@@ -29,6 +29,7 @@ test-agents: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff format --check rexmle tests bench
 	$(BIN)/ruff check rexmle tests bench
+	$(BIN)/lint-imports --no-cache
 
 format: $(STAMP)
 	$(BIN)/ruff format rexmle tests bench

@@ -20,7 +20,7 @@ from typing import Literal
 
 from rexmle import __version__
 from rexmle.errors import DataError
-from rexmle.runner.leftovers import pid_is_alive
+from rexmle.processes import pid_is_alive
 from rexmle.split import Split
 from rexmle.tasks.files import sha256_file
 from rexmle.tasks.folders import TaskDirs, read_prepared, task_dirs

@@ -65,14 +65,3 @@ def remove_stale_socket_dirs(temp_dir: Path | None = None) -> list[Path]:
                 shutil.rmtree(folder)
                 removed.append(folder)
     return removed
-
-
-def pid_is_alive(pid: int) -> bool:
-    """Whether a process with this pid exists (it may belong to another user)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
