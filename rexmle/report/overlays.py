@@ -27,6 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 from rexmle.analysis.cases import CasePair, case_pairs
+from rexmle.tasks.rows import CaseRow, is_finite_number
 
 OVERLAY_DIR = "overlays"
 MANIFEST = "overlays.json"
@@ -102,14 +103,12 @@ def _slices(gold: npt.NDArray[np.generic], pred: npt.NDArray[np.generic]) -> lis
 
 
 def _ranked_cases(
-    cases: list[dict[str, object]], pairs: dict[str, CasePair], key: str, higher_is_better: bool
+    rows: list[CaseRow], pairs: dict[str, CasePair], key: str, higher_is_better: bool
 ) -> list[tuple[str, str, float | None]]:
     scored = []
-    for case in cases:
-        value = case.get(key)
-        case_id = str(case.get("case_id", ""))
-        if case_id in pairs and isinstance(value, int | float) and math.isfinite(value):
-            scored.append((float(value), case_id))
+    for row in rows:
+        if row.case_id in pairs and is_finite_number(row.values.get(key)):
+            scored.append((row.number(key), row.case_id))
     if not scored:
         ids = sorted(pairs)
         picks = dict.fromkeys([ids[0], ids[len(ids) // 2], ids[-1]])
@@ -125,17 +124,18 @@ def _ranked_cases(
     return ranked
 
 
-def score_key(task_id: str, cases: list[dict[str, object]]) -> str | None:
+def score_key(task_id: str, rows: list[CaseRow]) -> str | None:
     """The per-case column that ranks cases: the headline key when present, else the first
     leaderboard metric present; None when cases carry no metric (cases are then taken in id
     order)."""
     from rexmle.tasks.registry import get_task
 
     spec = get_task(task_id)
-    if not cases:
+    if not rows:
         return None
     for key in (spec.headline.key, *(m.key for m in spec.metrics)):
-        if isinstance(cases[0].get(key), int | float):
+        value = rows[0].values.get(key)
+        if isinstance(value, int | float) and not isinstance(value, bool):
             return key
     return None
 
@@ -251,11 +251,11 @@ def write_overlays(task_id: str, submission: Path, gold: Path, run_folder: Path)
     pairs = {p.case_id: p for p in found}
     if not pairs:
         return []
-    cases = grade.cases
-    key = score_key(task_id, cases) or ""
+    rows = [CaseRow.from_json(case) for case in grade.cases]
+    key = score_key(task_id, rows) or ""
     written: list[Overlay] = []
     total = 0
-    for rank, case_id, value in _ranked_cases(cases, pairs, key, spec.headline.higher_is_better):
+    for rank, case_id, value in _ranked_cases(rows, pairs, key, spec.headline.higher_is_better):
         for view, png in views(pairs[case_id]):
             if total + len(png) > MAX_TOTAL_BYTES:
                 break

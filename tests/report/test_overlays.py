@@ -93,3 +93,15 @@ def test_run_pages_of_odd_agent_names_are_linked_and_escaped(tmp_path: Path) -> 
     index = (site / "index.html").read_text()
     assert "href='runs/g/isles22/a%20b%23%3Ci%3E/seed-0.html'" in index
     assert "<i>" not in index.replace("&lt;i&gt;", "")
+
+
+def test_the_ranking_column_is_the_first_numeric_metric_of_the_case_rows() -> None:
+    from rexmle.report.overlays import score_key
+    from rexmle.tasks.rows import CaseRow
+
+    # isles22: dice is the headline; a flag in its place is no score, abs_volume_diff (a metric) is
+    rows = [CaseRow("a", {"dice": True, "abs_volume_diff": 2.0}), CaseRow("b", {"dice": 0.5})]
+    assert score_key("isles22", rows) == "abs_volume_diff"
+    assert score_key("isles22", [CaseRow("a", {"dice": 0.25, "abs_volume_diff": 2.0})]) == "dice"
+    assert score_key("isles22", [CaseRow("a", {"label": "x"})]) is None
+    assert score_key("isles22", []) is None
