@@ -145,7 +145,7 @@ def score_one(family: str, gold: Path, pred: Path) -> dict[str, object]:
     else:
         from rexmle.challenges.seg_a.metrics import score_case
 
-        item = ("case", pred, gold)
+        item = one_case(gold, pred, {})
     before_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     tracemalloc.start()
     started, cpu_started = time.perf_counter(), time.process_time()
@@ -154,7 +154,7 @@ def score_one(family: str, gold: Path, pred: Path) -> dict[str, object]:
     traced_peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     after_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    row = result[0] if isinstance(result, tuple) else getattr(result, "values", result)
+    row = result.values
     values = {k: v for k, v in row.items() if isinstance(v, float)}
     return {
         "seconds": seconds,

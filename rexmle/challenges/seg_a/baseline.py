@@ -8,15 +8,13 @@ numpy and scipy only.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 from scipy import ndimage
 
-from rexmle.challenges.seg_a.prepare import SUBMISSION_COLUMNS, prediction_name
 from rexmle.io import read_image, write_image
-from rexmle.tasks.csvfile import read_id_column
-from rexmle.tasks.files import write_csv
+from rexmle.tasks.jobs import BaselineJob
+
+from .prepare import prediction_name
 
 THRESHOLDS_HU = np.arange(-100.0, 701.0, 20.0)
 _BOX = np.ones((3, 3, 3), dtype=bool)
@@ -37,8 +35,9 @@ def _dice(pred: np.ndarray, truth: np.ndarray) -> float:
     return 1.0 if total == 0 else 2.0 * int((pred & truth).sum()) / total
 
 
-def solve(public_dir: Path, submission_dir: Path, *, seed: int = 0) -> None:
-    """Fit the threshold on ``public_dir/train`` and write masks for ``public_dir/test``."""
+def solve(job: BaselineJob) -> None:
+    """Fit the threshold on ``public/train`` and write masks for ``public/test`` (no randomness)."""
+    public_dir, submission_dir = job.public, job.submission
     train_ids = sorted(
         p.name[: -len(".nrrd")] for p in (public_dir / "train" / "images").glob("*.nrrd")
     )
@@ -55,12 +54,11 @@ def solve(public_dir: Path, submission_dir: Path, *, seed: int = 0) -> None:
         for t in THRESHOLDS_HU
     ]
     threshold = float(THRESHOLDS_HU[int(np.argmax(scores))])
-    test_ids = read_id_column(public_dir / "sample_submission.csv", "image_id")
     rows = []
-    for case_id in test_ids:
+    for case_id in job.test_ids():
         image = read_image(public_dir / "test" / "images" / f"{case_id}.nrrd")
         mask = largest_component(np.asarray(image.array, dtype=float) >= threshold)
         relative = prediction_name(case_id)
         write_image(submission_dir / relative, mask.astype(np.uint8), like=image.geometry)
         rows.append((case_id, relative))
-    write_csv(submission_dir / "submission.csv", SUBMISSION_COLUMNS, rows)
+    job.write_submission_csv(rows)

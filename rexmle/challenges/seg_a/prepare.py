@@ -11,10 +11,10 @@ import numpy as np
 
 from rexmle.errors import DataError
 from rexmle.io import Geometry, write_image
-from rexmle.split import Split, shuffle_split
-from rexmle.tasks.files import check_image_label_grid, write_csv
+from rexmle.split import Split
+from rexmle.tasks.files import check_image_label_grid
+from rexmle.tasks.jobs import PrepareJob
 
-SUBMISSION_COLUMNS = ("image_id", "predicted_mask_path")
 SPACING_TOLERANCE_MM = 1e-4
 _CASE_ID = re.compile(r"^[A-Za-z0-9_-]+$")
 _MASK_SUFFIX = ".seg.nrrd"
@@ -87,22 +87,28 @@ def check_case(case: RawCase) -> Geometry:
     return image
 
 
-def prepare(raw_dir: Path, public_dir: Path, private_dir: Path, *, seed: int = 42) -> Split:
+def prepare(job: PrepareJob) -> Split:
     """Copy raw files into the public/private layout and write gold and the sample submission."""
-    cases = discover_cases(raw_dir)
+    public_dir = job.public
+    cases = discover_cases(job.raw)
     geometries = {case_id: check_case(case) for case_id, case in cases.items()}
-    by_id = shuffle_split(list(cases), test_fraction=0.2, seed=seed)
+    by_id = job.shuffle_split(list(cases))
+    (figshare,) = job.task.sources
     split = Split(
         train=by_id.train,
         test=by_id.test,
         rule=by_id.rule + "; id = file stem of <id>.nrrd (string order, D10 before D2)",
-        source={"dataset": "AVT (SEG.A 2023)", "figshare_article": "14806362", "version": "1"},
+        source={
+            "dataset": "AVT (SEG.A 2023)",
+            "figshare_article": figshare.record,
+            "version": figshare.version,
+        },
     )
     for case_id in split.train:
         case = cases[case_id]
         _copy(case.image, public_dir / "train" / "images" / f"{case_id}.nrrd")
         _copy(case.mask, public_dir / "train" / "labels" / f"{case_id}.seg.nrrd")
-    gold_dir = private_dir / "gold"
+    gold_dir = job.gold
     rows: list[tuple[str, str]] = []
     for case_id in sorted(split.test):
         case = cases[case_id]
@@ -112,8 +118,7 @@ def prepare(raw_dir: Path, public_dir: Path, private_dir: Path, *, seed: int = 4
         geometry = geometries[case_id]
         write_image(public_dir / relative, np.zeros(geometry.shape, dtype=np.uint8), like=geometry)
         rows.append((case_id, relative))
-    write_csv(public_dir / "sample_submission.csv", SUBMISSION_COLUMNS, rows)
-    write_csv(gold_dir / "submission.csv", SUBMISSION_COLUMNS, rows)
+    job.write_answer_csvs(rows, rows)
     return split
 
 
