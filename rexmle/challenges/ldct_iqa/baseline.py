@@ -13,8 +13,6 @@ import numpy as np
 import tifffile
 from scipy import ndimage
 
-from rexmle.tasks.csvfile import read_id_column
-from rexmle.tasks.files import write_csv
 from rexmle.tasks.jobs import BaselineJob
 
 
@@ -28,9 +26,7 @@ def features(image: np.ndarray) -> np.ndarray:
 
 def solve(job: BaselineJob) -> None:
     """Fit on ``train_labels.csv`` and write ``submission.csv`` for the test images."""
-    assert job.task.submission is not None  # the YAML declares the columns
-    columns = job.task.submission.required_columns
-    id_column, value_column = columns
+    id_column, value_column = job.columns
     public_dir = job.public
     with open(public_dir / "train_labels.csv", newline="", encoding="utf-8") as handle:
         labels = {row[id_column]: float(row[value_column]) for row in csv.DictReader(handle)}
@@ -38,9 +34,8 @@ def solve(job: BaselineJob) -> None:
     x = np.stack([features(tifffile.imread(public_dir / "train/images" / f"{i}.tif")) for i in ids])
     y = np.array([labels[i] for i in ids])
     coef, *_ = np.linalg.lstsq(x, y, rcond=None)
-    test_ids = read_id_column(public_dir / "sample_submission.csv", id_column)
     rows = []
-    for image_id in test_ids:
+    for image_id in job.test_ids():
         image = tifffile.imread(public_dir / "test/images" / f"{image_id}.tiff")
         rows.append((image_id, repr(float(features(image) @ coef))))
-    write_csv(job.submission / "submission.csv", columns, rows)
+    job.write_submission_csv(rows)

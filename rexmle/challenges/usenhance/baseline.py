@@ -10,8 +10,6 @@ from __future__ import annotations
 import numpy as np
 from PIL import Image
 
-from rexmle.tasks.csvfile import read_id_column
-from rexmle.tasks.files import write_csv
 from rexmle.tasks.jobs import BaselineJob
 
 from .submission import read_gray_png
@@ -33,8 +31,6 @@ def _design(low: np.ndarray) -> np.ndarray:
 
 def solve(job: BaselineJob) -> None:
     """Fit on ``train/{low,high}_quality`` and write enhanced PNGs for ``test/low_quality``."""
-    assert job.task.submission is not None  # the YAML declares the columns
-    columns = job.task.submission.required_columns
     public_dir, submission_dir = job.public, job.submission
     lows = sorted((public_dir / "train" / "low_quality").glob("*.png"))
     x = np.concatenate([_design(read_gray_png(p)) for p in lows])
@@ -42,13 +38,12 @@ def solve(job: BaselineJob) -> None:
         [read_gray_png(public_dir / "train" / "high_quality" / p.name).ravel() for p in lows]
     ).astype(np.float64)
     coef, *_ = np.linalg.lstsq(x, y, rcond=None)
-    test_ids = read_id_column(public_dir / "sample_submission.csv", columns[0])
     out_dir = submission_dir / "enhanced"
     out_dir.mkdir(parents=True, exist_ok=True)
     rows = []
-    for image_id in test_ids:
+    for image_id in job.test_ids():
         low = read_gray_png(public_dir / "test" / "low_quality" / f"{image_id}.png")
         enhanced = np.clip(np.rint(_design(low) @ coef), 0, 255).astype(np.uint8)
         Image.fromarray(enhanced.reshape(low.shape)).save(out_dir / f"{image_id}.png")
         rows.append((image_id, f"enhanced/{image_id}.png"))
-    write_csv(submission_dir / "submission.csv", columns, rows)
+    job.write_submission_csv(rows)
