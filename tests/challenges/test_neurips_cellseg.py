@@ -17,7 +17,10 @@ from rexmle.challenges.neurips_cellseg import metrics, prepare, submission
 from rexmle.challenges.neurips_cellseg.fixture import TRAINING_NAMES, TUNING_NAMES
 from rexmle.errors import DataError
 from rexmle.grading.grader import grade_submission, validate_submission
-from rexmle.tasks.registry import load_task
+from rexmle.tasks.jobs import PrepareJob
+from rexmle.tasks.registry import get_task, load_task
+
+KEYS = ("f1_0.5", "f1_0.6", "f1_0.7", "f1_0.8", "f1_0.9")
 
 TASK = "neurips-cellseg"
 
@@ -43,6 +46,12 @@ def _read(path: Path) -> np.ndarray:
 
 def _grade(data_dir: Path, folder: Path):
     return grade_submission(TASK, folder, data_dir=data_dir, workers=1)
+
+
+def _job(raw: Path, out: Path, *, mini: bool) -> PrepareJob:
+    return PrepareJob(
+        raw=raw, public=out / "public", private=out / "private", task=get_task(TASK), mini=mini
+    )
 
 
 def _split(data_dir: Path) -> dict:
@@ -101,10 +110,10 @@ def test_prepare_checks_real_counts_and_missing_labels(prepared: Path, tmp_path:
     raw = tmp_path / "raw"
     shutil.copytree(_root(prepared) / "raw", raw)
     with pytest.raises(DataError, match="1000"):
-        prepare.prepare(raw, tmp_path / "p1", tmp_path / "q1", mini=False)
+        prepare.prepare(_job(raw, tmp_path / "1", mini=False))
     (raw / "Tuning" / "labels" / "cell_00002_label.tiff").unlink()
     with pytest.raises(DataError, match=r"cell_00002\.png has no label"):
-        prepare.prepare(raw, tmp_path / "p2", tmp_path / "q2", mini=True)
+        prepare.prepare(_job(raw, tmp_path / "2", mini=True))
 
 
 # ---- grading ----------------------------------------------------------------------------------
@@ -118,21 +127,11 @@ def test_gold_reaches_the_cap_logged_by_prepare(prepared: Path) -> None:
     )
     # 4 test images; cell_00001 has cells only in the border band, so 3 of 4 keep a cell:
     # every f1_t = 3 / 4 = 0.75 for every submission at best.
-    assert expected["metrics"] == dict.fromkeys(metrics.KEYS, 0.75)
+    assert expected["metrics"] == dict.fromkeys(KEYS, 0.75)
     assert report.metrics == expected["metrics"]
     per_case = {c["case_id"]: c["f1_0.5"] for c in report.cases}
     assert per_case == expected["per_image_f1"]
     assert per_case["cell_00001"] == 0.0
-
-
-def test_sample_submission_is_valid_and_scores_zero(prepared: Path, tmp_path: Path) -> None:
-    public = _root(prepared) / "public"
-    folder = tmp_path / "sample"
-    shutil.copytree(public / "predictions", folder / "predictions")
-    shutil.copyfile(public / "sample_submission.csv", folder / "submission.csv")
-    assert validate_submission(TASK, folder, data_dir=prepared, workers=1).valid
-    report = _grade(prepared, folder)
-    assert report.metrics == dict.fromkeys(metrics.KEYS, 0.0)
 
 
 def test_permuted_instance_ids_and_png_give_the_gold_score(prepared: Path, tmp_path: Path) -> None:
@@ -152,7 +151,7 @@ def test_permuted_instance_ids_and_png_give_the_gold_score(prepared: Path, tmp_p
         csv.writer(handle).writerows(rows)
     report = _grade(prepared, folder)
     assert report.valid, report.reasons
-    assert report.metrics == dict.fromkeys(metrics.KEYS, 0.75)
+    assert report.metrics == dict.fromkeys(KEYS, 0.75)
 
 
 def _inner(mask: np.ndarray) -> bool:
@@ -189,7 +188,7 @@ def test_one_dilated_instance_lowers_only_f1_0_9(prepared: Path, tmp_path: Path)
         assert report.metrics[key] == 0.75
 
 
-def test_baseline_beats_the_sample(prepared: Path, tmp_path: Path) -> None:
+def test_baseline_is_deterministic_for_a_seed(prepared: Path, tmp_path: Path) -> None:
     public = _root(prepared) / "public"
     first, second = tmp_path / "a", tmp_path / "b"
     for folder in (first, second):
@@ -197,9 +196,6 @@ def test_baseline_beats_the_sample(prepared: Path, tmp_path: Path) -> None:
         load_task(TASK).solve_baseline(public, folder, seed=0)
     for path in sorted((first / "predictions").iterdir()):
         assert np.array_equal(_read(path), _read(second / "predictions" / path.name))
-    report = _grade(prepared, first)
-    assert report.valid, report.reasons
-    assert report.metrics["f1_0.5"] > 0.0  # the sample scores exactly 0
 
 
 # ---- the metric by hand and in tiled mode -----------------------------------------------------
@@ -216,7 +212,7 @@ def test_image_scores_by_hand() -> None:
     row = metrics.image_scores(pred, truth)
     # t <= 0.7: TP = 2, P = 2/3, R = 1 -> F1 = 2 (2/3) / (5/3) = 0.8
     # t >= 0.8: TP = 1, P = 1/3, R = 1/2 -> F1 = 2 (1/6) / (5/6) = 0.4
-    assert [row[k] for k in metrics.KEYS] == [0.8, 0.8, 0.8, 0.4, 0.4]
+    assert [row[k] for k in KEYS] == [0.8, 0.8, 0.8, 0.4, 0.4]
     assert (row["n_truth"], row["n_pred"], row["tp_0.5"]) == (2, 3, 2)
 
 
@@ -242,7 +238,7 @@ def test_tiled_mode_equals_whole_image_away_from_tile_edges() -> None:
     tiled = metrics.image_scores(pred, truth, whole_image_max_pixels=1000, tile_px=32)
     assert tiled == whole
     # t <= 0.8: 6 TP of 6 -> F1 = 1; t = 0.9: the 3 cells with IoU 0.833 miss -> F1 = 0.5
-    assert [whole[k] for k in metrics.KEYS] == [1.0, 1.0, 1.0, 1.0, 0.5]
+    assert [whole[k] for k in KEYS] == [1.0, 1.0, 1.0, 1.0, 0.5]
 
 
 def test_tiled_mode_drops_cells_crossing_a_tile_edge() -> None:
@@ -317,27 +313,6 @@ def test_too_many_instances_is_invalid(
     case_id = _replace_first(folder, lambda p: tifffile.imwrite(str(p), array))
     reasons = _invalid(prepared, folder)
     assert any(case_id in r and "4 distinct instance ids" in r for r in reasons), reasons
-
-
-def test_count_instances_against_numpy_unique() -> None:
-    rng = np.random.default_rng(0)
-    for high in (1, 50, 2_000_000, 2**31 - 1):
-        labels = rng.integers(0, high, size=(30, 40), dtype=np.int64)
-        expected = np.count_nonzero(np.unique(labels))
-        assert submission.count_instances(labels) == expected
-
-
-def test_csv_rules_missing_extra_and_escaping_paths(prepared: Path, tmp_path: Path) -> None:
-    folder = _copy_gold(prepared, tmp_path / "sub")
-    lines = (folder / "submission.csv").read_text(encoding="utf-8").splitlines()
-    dropped = lines[1].split(",")[0]
-    escaped = lines[2].split(",")[0]
-    body = [lines[0], f"{escaped},/etc/passwd", *lines[3:], "cell_99999,predictions/x.tiff"]
-    (folder / "submission.csv").write_text("\n".join(body) + "\n", encoding="utf-8")
-    reasons = _invalid(prepared, folder)
-    assert any("missing" in r and dropped in r for r in reasons), reasons
-    assert any(escaped in r and "absolute" in r for r in reasons), reasons
-    assert any("cell_99999" in r and "not a test id" in r for r in reasons), reasons
 
 
 @pytest.mark.slow

@@ -18,9 +18,10 @@ import numpy.typing as npt
 import tifffile
 from scipy import ndimage
 
-from rexmle.challenges.neurips_cellseg.prepare import SIZES_FILE, SUBMISSION_COLUMNS, label_name
 from rexmle.io import read_image
-from rexmle.tasks.files import write_csv
+from rexmle.tasks.jobs import BaselineJob
+
+from .prepare import SIZES_FILE, label_name
 
 THRESHOLDS = np.linspace(0.05, 0.95, 19)
 MAX_TRAIN_IMAGES = 200
@@ -93,11 +94,13 @@ def predict(model: dict[str, float], gray: npt.NDArray[np.float32]) -> npt.NDArr
     return lookup[labels]
 
 
-def solve(public_dir: Path, submission_dir: Path, *, seed: int = 0) -> None:
-    """Fit on ``public_dir/train`` and write one TIFF label map per test image."""
-    model = fit(public_dir, seed=seed)
+def solve(job: BaselineJob) -> None:
+    """Fit on ``public/train`` and write one TIFF label map per test image."""
+    public_dir, submission_dir = job.public, job.submission
+    model = fit(public_dir, seed=job.seed)
+    id_column = job.columns[0]
     with open(public_dir / "test" / SIZES_FILE, newline="", encoding="utf-8") as handle:
-        sizes = {r["image_id"]: (int(r["height"]), int(r["width"])) for r in csv.DictReader(handle)}
+        sizes = {r[id_column]: (int(r["height"]), int(r["width"])) for r in csv.DictReader(handle)}
     images = {p.stem: p for p in (public_dir / "test" / "images").iterdir()}
     rows = []
     for case_id, shape in sorted(sizes.items()):
@@ -106,4 +109,4 @@ def solve(public_dir: Path, submission_dir: Path, *, seed: int = 0) -> None:
         (submission_dir / "predictions").mkdir(parents=True, exist_ok=True)
         tifffile.imwrite(str(submission_dir / relative), labels, compression="zlib")
         rows.append((case_id, relative))
-    write_csv(submission_dir / "submission.csv", SUBMISSION_COLUMNS, rows)
+    job.write_submission_csv(rows)

@@ -20,9 +20,10 @@ from PIL import Image
 
 from rexmle.errors import DataError
 from rexmle.io import ImageReadError, read_image
-from rexmle.metrics.instances import CELLSEG_THRESHOLDS, cellseg_match_counts
-from rexmle.split import Split, shuffle_split
+from rexmle.metrics.instances import cellseg_match_counts
+from rexmle.split import Split
 from rexmle.tasks.files import write_csv
+from rexmle.tasks.jobs import PrepareJob
 
 log = logging.getLogger(__name__)
 
@@ -31,15 +32,8 @@ SOURCES: tuple[tuple[str, str], ...] = (("Training-labeled", ""), ("Tuning", "tu
 EXPECTED_PAIRS: dict[str, int] = {"Training-labeled": 1000, "Tuning": 101}
 IMAGE_EXTENSIONS = (".png", ".bmp", ".tif", ".tiff", ".jpg", ".jpeg")
 CHANNEL_COUNTS = (1, 3, 4)
-SUBMISSION_COLUMNS = ("image_id", "predicted_mask_path")
 SIZES_FILE = "image_sizes.csv"
 GOLD_EXPECTED_FILE = "gold_expected.json"
-SPLIT_SEED = 42
-TEST_FRACTION = 0.2
-SPLIT_RULE = (
-    "Training-labeled then Tuning pairs, stable-sorted by original stem; sklearn "
-    "train_test_split(test_size=0.2, random_state=42, shuffle=True); Tuning ids prefixed 'tuning_'"
-)
 
 
 @dataclass(frozen=True)
@@ -151,14 +145,15 @@ def discover_pairs(raw_dir: Path) -> list[Pair]:
     return pairs
 
 
-def split_pairs(pairs: list[Pair], *, seed: int = SPLIT_SEED) -> tuple[list[Pair], list[Pair]]:
-    """Stable sort by original stem, then the sklearn shuffle split by position."""
+def split_pairs(pairs: list[Pair], job: PrepareJob) -> tuple[list[Pair], list[Pair], str]:
+    """Stable sort by original stem, then the declared shuffle split by position.
+
+    Returns (train pairs, test pairs, the declared split rule).
+    """
     ordered = sorted(pairs, key=lambda p: p.stem)  # stable: Training-labeled first on equal stems
     by_id = {p.public_id: p for p in ordered}
-    split = shuffle_split(
-        [p.public_id for p in ordered], test_fraction=TEST_FRACTION, seed=seed, sort_keys=False
-    )
-    return [by_id[i] for i in split.train], [by_id[i] for i in split.test]
+    split = job.shuffle_split([p.public_id for p in ordered], sort_keys=False)
+    return [by_id[i] for i in split.train], [by_id[i] for i in split.test], split.rule
 
 
 def _check_counts(pairs: list[Pair]) -> None:
@@ -170,14 +165,14 @@ def _check_counts(pairs: list[Pair]) -> None:
         raise DataError(msg)
 
 
-def gold_f1(label_path: Path) -> float:
+def gold_f1(label_path: Path, threshold: float) -> float:
     """The best per-image F1 (gold against itself): 1.0 when an instance survives boundary
     removal (per tile in tiled mode), else 0.0."""
     try:
         labels = np.asarray(read_image(label_path).array)
     except ImageReadError as err:
         raise DataError(str(err)) from err
-    counts = cellseg_match_counts(labels, labels, thresholds=(CELLSEG_THRESHOLDS[0],))
+    counts = cellseg_match_counts(labels, labels, thresholds=(threshold,))
     return float(round(counts[0].f1, 4))
 
 
@@ -186,14 +181,14 @@ def _write_zero_mask(path: Path, height: int, width: int) -> None:
     tifffile.imwrite(str(path), np.zeros((height, width), dtype=np.uint8), compression="zlib")
 
 
-def prepare(
-    raw_dir: Path, public_dir: Path, private_dir: Path, *, mini: bool, seed: int = SPLIT_SEED
-) -> Split:
+def prepare(job: PrepareJob) -> Split:
     """Copy pairs into public/private; write image sizes, gold, the sample and gold's score."""
-    pairs = discover_pairs(raw_dir)
-    if not mini:
+    pairs = discover_pairs(job.raw)
+    if not job.mini:
         _check_counts(pairs)
-    train, test = split_pairs(pairs, seed=seed)
+    train, test, rule = split_pairs(pairs, job)
+    thresholds = [float(t) for t in job.params["iou_thresholds"]]
+    public_dir, private_dir, gold_dir = job.public, job.private, job.gold
     for folder in ("train/images", "train/labels", "test/images"):
         (public_dir / folder).mkdir(parents=True)
     for pair in train:
@@ -201,7 +196,6 @@ def prepare(
             pair.image, public_dir / "train" / "images" / (pair.public_id + pair.image.suffix)
         )
         shutil.copyfile(pair.label, public_dir / "train" / "labels" / label_name(pair.public_id))
-    gold_dir = private_dir / "gold"
     (gold_dir / "predictions").mkdir(parents=True)
     rows = []
     per_image_gold = {}
@@ -213,14 +207,13 @@ def prepare(
         shutil.copyfile(pair.label, gold_dir / relative)
         _write_zero_mask(public_dir / relative, pair.height, pair.width)
         rows.append((pair.public_id, relative))
-        per_image_gold[pair.public_id] = gold_f1(pair.label)
+        per_image_gold[pair.public_id] = gold_f1(pair.label, thresholds[0])
     write_csv(
         public_dir / "test" / SIZES_FILE,
-        ("image_id", "height", "width"),
+        (job.columns[0], "height", "width"),
         [(p.public_id, p.height, p.width) for p in sorted(test, key=lambda p: p.public_id)],
     )
-    write_csv(public_dir / "sample_submission.csv", SUBMISSION_COLUMNS, rows)
-    write_csv(gold_dir / "submission.csv", SUBMISSION_COLUMNS, rows)
+    job.write_answer_csvs(gold_rows=rows, sample_rows=rows)
     best = float(np.mean(list(per_image_gold.values())))
     log.info(
         "NeurIPS-CellSeg: %d of %d test images keep a GT cell after boundary removal; "
@@ -230,14 +223,14 @@ def prepare(
         best,
     )
     expected = {
-        "metrics": {f"f1_{t}": best for t in CELLSEG_THRESHOLDS},
+        "metrics": {f"f1_{t}": best for t in thresholds},
         "per_image_f1": per_image_gold,
     }
     (private_dir / GOLD_EXPECTED_FILE).write_text(json.dumps(expected, indent=2) + "\n", "utf-8")
     return Split(
         train=[p.public_id for p in train],
         test=[p.public_id for p in test],
-        rule=SPLIT_RULE,
+        rule=rule,
         source={
             "dataset": "NeurIPS 2022 CellSeg Training-labeled.zip + Tuning.zip",
             "zenodo_record": "10719375",

@@ -13,46 +13,60 @@ from pathlib import Path
 
 import numpy as np
 
-from rexmle.challenges.neurips_cellseg.prepare import SIZES_FILE
-from rexmle.tasks.checks import check_shape, read_submitted_image
+from rexmle.errors import SpecError
+from rexmle.tasks.checks import check_shape, distinct_values, read_submitted_image
+from rexmle.tasks.jobs import CheckContext
+from rexmle.tasks.spec import FileRule, SubmissionSpec, TaskSpec
+from rexmle.tasks.submission import SubmissionCase
 
-MASK_SUFFIXES = (".tif", ".tiff", ".png")
+from .prepare import SIZES_FILE
+
 MAX_INSTANCE_ID = 2**31 - 1
 MAX_INSTANCES = 1_000_000
-_BINCOUNT_MAX_ID = 1 << 26
 
 
 @functools.lru_cache(maxsize=8)
-def image_sizes(public_dir: Path) -> dict[str, tuple[int, int]]:
-    """``image_id`` -> (height, width) from ``public/test/image_sizes.csv``."""
+def image_sizes(public_dir: Path, id_column: str) -> dict[str, tuple[int, int]]:
+    """Test id -> (height, width) from ``public/test/image_sizes.csv``."""
     with open(public_dir / "test" / SIZES_FILE, newline="", encoding="utf-8") as handle:
         return {
-            row["image_id"]: (int(row["height"]), int(row["width"]))
+            row[id_column]: (int(row["height"]), int(row["width"]))
             for row in csv.DictReader(handle)
         }
 
 
-def count_instances(labels: np.ndarray) -> int:
-    """Number of distinct non-zero values of a non-negative integer map."""
-    if labels.size == 0:
-        return 0
-    top = int(labels.max())
-    if top <= MAX_INSTANCES:
-        if top <= 0:
-            return 0
-        present = np.zeros(top + 1, dtype=bool)
-        present[labels.ravel()] = True
-        return int(np.count_nonzero(present[1:]))
-    if top <= _BINCOUNT_MAX_ID:
-        return int(np.count_nonzero(np.bincount(labels.ravel().astype(np.int64))[1:]))
-    values = np.unique(labels)
-    return int(np.count_nonzero(values))
+def _declared(task: TaskSpec) -> tuple[SubmissionSpec, FileRule]:
+    """The declared submission and the file rule of its one path column."""
+    if task.submission is None or len(task.submission.columns) != 1:
+        msg = f"{task.id}: declare exactly one submission column (the label map's path)"
+        raise SpecError(msg)
+    rule = task.submission.columns[0].file
+    if rule is None:
+        msg = f"{task.id}: the label map's column declares no file rule (suffixes)"
+        raise SpecError(msg)
+    return task.submission, rule
 
 
-def check_mask_file(case_id: str, path: Path, public_dir: Path) -> list[str]:
-    """Reasons why ``path`` is not a valid instance map for test image ``case_id``."""
-    expected = image_sizes(public_dir)[case_id]
-    image, problem = read_submitted_image(path, suffixes=MASK_SUFFIXES, expected_shape=expected)
+def _sizes(context: CheckContext) -> dict[str, tuple[int, int]]:
+    submission, _ = _declared(context.task)
+    return image_sizes(context.public, submission.id_column)
+
+
+def test_ids(context: CheckContext) -> list[str]:
+    """The ids to submit: those of ``public/test/image_sizes.csv``, sorted."""
+    return sorted(_sizes(context))
+
+
+def check_case(case: SubmissionCase, context: CheckContext) -> list[str]:
+    """Reasons why the case's file is not a valid instance map (rules 2-5 of the spec).
+
+    The suffix rule is declared in the YAML; this checks the decoded array against the test
+    image's (height, width) from ``public/test/image_sizes.csv``.
+    """
+    _, rule = _declared(context.task)
+    expected = _sizes(context)[case.case_id]
+    (path,) = case.paths.values()
+    image, problem = read_submitted_image(path, suffixes=rule.suffixes, expected_shape=expected)
     if image is None:
         return [str(problem)]
     labels = np.asarray(image.array)
@@ -79,7 +93,7 @@ def check_mask_file(case_id: str, path: Path, public_dir: Path) -> list[str]:
             f"{path.name}: instance id {high} exceeds {MAX_INSTANCE_ID} (2**31 - 1); the official "
             f"evaluation casts maps to int32, so renumber the instances"
         ]
-    n_instances = count_instances(labels)
+    n_instances = int(np.count_nonzero(distinct_values(labels)))
     if n_instances > MAX_INSTANCES:
         return [
             f"{path.name}: {n_instances} distinct instance ids; at most {MAX_INSTANCES} allowed"
