@@ -483,6 +483,10 @@ from rexmle.llm.commands import register as _register_llm_commands  # noqa: E402
 _register_llm_commands(app)
 # ---- end of llm hook ----------------------------------------------------------------------------
 
+from rexmle.scaffold.commands import register as _register_dev_commands  # noqa: E402
+
+_register_dev_commands(app)
+
 
 def main() -> None:
     """Entry point: usage errors and harness failures exit 2, never 1 (1 = invalid submission).

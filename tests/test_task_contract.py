@@ -47,7 +47,6 @@ from rexmle.tasks.spec import TaskSpec
 
 TASKS = sorted(all_tasks())
 SUBMISSION_CSV = "submission.csv"
-CHALLENGES = Path(__file__).resolve().parents[1] / "rexmle" / "challenges"
 
 CAPPED_ON_MINI: dict[str, dict[str, str]] = {
     "neurips-cellseg": {
@@ -67,12 +66,17 @@ TRANSITION_KEYS = ("implementation", "extra_metrics", "description_file")
 """YAML keys of the temporary bridge; a converted task (one with ``functions``) has none."""
 
 
+def _folder(spec: TaskSpec) -> Path:
+    """The family folder of the imported package (a scaffolded copy too, see test_scaffold)."""
+    return Path(str(family_folder(spec.family)))
+
+
 def _grade(task_id: str, dirs: TaskDirs, folder: Path) -> GradeReport:
     return grade_submission(task_id, folder, data_dir=dirs.root.parent, workers=1)
 
 
 def _raw_yaml(spec: TaskSpec) -> dict[str, object]:
-    path = CHALLENGES / spec.family / f"{spec.id}.yaml"
+    path = _folder(spec) / f"{spec.id}.yaml"
     return yaml.safe_load(path.read_text(encoding="utf-8"))
 
 
@@ -130,7 +134,7 @@ def test_yaml_declares_its_sections(task_id: str) -> None:
 @pytest.mark.parametrize("task_id", TASKS)
 def test_leaderboard_beside_the_yaml_has_exactly_the_ranked_metrics(task_id: str) -> None:
     spec = get_task(task_id)
-    path = CHALLENGES / spec.family / f"{task_id}{LEADERBOARD_SUFFIX}"
+    path = _folder(spec) / f"{task_id}{LEADERBOARD_SUFFIX}"
     assert path.is_file(), f"no leaderboard {path.name} beside {task_id}.yaml"
     header, rows = _read_csv(path)
     assert header == ["team", *(m.key for m in spec.ranked_metrics)]
@@ -145,7 +149,7 @@ def test_leaderboard_beside_the_yaml_has_exactly_the_ranked_metrics(task_id: str
 def test_description_file_exists_and_is_filled(task_id: str) -> None:
     spec = get_task(task_id)
     if spec.description is not None:
-        assert (CHALLENGES / spec.family / spec.description).is_file()
+        assert (_folder(spec) / spec.description).is_file()
     text = load_task(task_id).description()
     assert len(text) > 200
     assert "{{" not in text, "a placeholder is left unfilled"
@@ -188,7 +192,7 @@ def test_family_names_its_own_modules_relatively(task_id: str) -> None:
     package = f"rexmle.challenges.{spec.family}"
     named = [getattr(spec.functions, n) for n in FUNCTION_NAMES]
     assert [d for d in named if d is not None and d.startswith(package)] == []
-    folder = Path(str(family_folder(spec.family)))
+    folder = _folder(spec)
     found = [
         hit for py in sorted(folder.rglob("*.py")) for hit in _absolute_family_imports(py, package)
     ]
@@ -244,7 +248,7 @@ def test_gold_is_valid_and_at_least_as_good_as_every_leaderboard_row(task_id, gr
     spec = get_task(task_id)
     declared = [m.key for m in spec.metrics] + list(spec.extra_metrics)  # (transition) extra
     assert sorted(gold.metrics) == sorted(declared)
-    header, rows = _read_csv(CHALLENGES / spec.family / f"{task_id}{LEADERBOARD_SUFFIX}")
+    header, rows = _read_csv(_folder(spec) / f"{task_id}{LEADERBOARD_SUFFIX}")
     capped = CAPPED_ON_MINI.get(task_id, {})
     behind = {}
     for metric in spec.ranked_metrics:
@@ -326,7 +330,7 @@ def test_duplicate_id_is_rejected(task_id, prepared_mini, tmp_path) -> None:
 
 @pytest.mark.parametrize("task_id", TASKS)
 def test_unknown_id_is_rejected(task_id, prepared_mini, tmp_path) -> None:
-    def add_unknown(_folder, header, rows):
+    def add_unknown(_submission, header, rows):
         return header, [*rows, ["not-a-test-id", *rows[0][1:]]]
 
     reasons = _rejected(task_id, prepared_mini(task_id), tmp_path, add_unknown)
@@ -337,7 +341,7 @@ def test_unknown_id_is_rejected(task_id, prepared_mini, tmp_path) -> None:
 def test_empty_cell_is_rejected(task_id, prepared_mini, tmp_path) -> None:
     column = load_task(task_id).columns.columns[0].name
 
-    def empty_first(_folder, header, rows):
+    def empty_first(_submission, header, rows):
         rows[0][header.index(column)] = ""
         return header, rows
 
@@ -404,7 +408,7 @@ def test_text_in_a_value_column_is_rejected(task_id, prepared_mini, tmp_path) ->
     if column is None:
         pytest.skip(f"{task_id} has no value column")
 
-    def text_first(_folder, header, rows):
+    def text_first(_submission, header, rows):
         rows[0][header.index(column)] = "high quality"
         return header, rows
 
