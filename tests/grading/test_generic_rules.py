@@ -32,6 +32,11 @@ def _folder(dirs, tmp_path: Path, body: str) -> Path:
     return folder
 
 
+def _rows(folder: Path, rows: list[tuple[str, str]], header: str = HEADER) -> None:
+    lines = "".join(f"{case_id},{path}\n" for case_id, path in rows)
+    (folder / "submission.csv").write_text(header + lines, encoding="utf-8")
+
+
 def _reasons(dirs, folder: Path) -> list[str]:
     result = validate_submission(TASK, folder, data_dir=dirs.root.parent, workers=1)
     assert not result.valid
@@ -131,3 +136,47 @@ def test_reasons_of_every_origin_are_capped() -> None:
         f"... and {4 * MAX_REASONS + 7} more problem(s) of the same kinds",
     ]
     assert InvalidSubmission(collected.as_list()).reasons == collected.as_list()
+
+
+def test_paths_escaping_the_submission_folder(dirs, tmp_path) -> None:
+    folder = _folder(dirs, tmp_path, "")
+    outside = tmp_path / "outside.nii.gz"
+    shutil.copy(folder / "predictions" / "sub-strokecase0009_pred.nii.gz", outside)
+    (folder / "predictions" / "link.nii.gz").symlink_to(outside)
+    _rows(
+        folder,
+        [
+            ("sub-strokecase0002", "../outside.nii.gz"),
+            ("sub-strokecase0009", "predictions/link.nii.gz"),
+        ],
+    )
+    reasons = _reasons(dirs, folder)
+    assert any("sub-strokecase0002" in r and "'..'" in r for r in reasons)
+    assert any("sub-strokecase0009" in r and "outside the submission folder" in r for r in reasons)
+    _rows(
+        folder,
+        [
+            ("sub-strokecase0002", str(outside)),
+            ("sub-strokecase0009", "predictions/sub-strokecase0009_pred.nii.gz"),
+        ],
+    )
+    (reason,) = _reasons(dirs, folder)
+    assert "absolute" in reason
+
+
+def test_empty_csv_and_header_only_csv(dirs, tmp_path) -> None:
+    folder = _folder(dirs, tmp_path, "")
+    (folder / "submission.csv").write_text("")
+    (reason,) = _reasons(dirs, folder)
+    assert "empty" in reason
+    _rows(folder, [])
+    (reason,) = _reasons(dirs, folder)
+    assert "zero data rows" in reason
+
+
+def test_one_file_for_two_ids_is_invalid(dirs, tmp_path) -> None:
+    folder = _folder(dirs, tmp_path, "")
+    same = "predictions/sub-strokecase0009_pred.nii.gz"
+    _rows(folder, [("sub-strokecase0002", same), ("sub-strokecase0009", same)])
+    reasons = _reasons(dirs, folder)
+    assert any("also used by id" in r for r in reasons)
