@@ -27,6 +27,12 @@ import numpy as np
 from rexmle.challenges.topcow import fixture, metrics, submission
 from rexmle.challenges.topcow.roi import Box, format_roi_text
 from rexmle.io import read_geometry, write_image
+from rexmle.tasks.checks import SubmissionWarning, check_declared_file
+from rexmle.tasks.jobs import CheckContext, ScoreCase
+from rexmle.tasks.registry import get_task
+from rexmle.tasks.submission import SubmissionCase
+
+SEG, BOX, EDGES = "topcow-track1-task1", "topcow-track1-task2", "topcow-track1-task3"
 
 SHAPE = (512, 512, 256)
 SPACING = (0.45, 0.45, 0.6)
@@ -49,40 +55,59 @@ def _make_case(folder: Path) -> tuple[Path, Path, Path, Path]:
     write_image(gold, truth, spacing_mm=SPACING)
     pred_path = folder / "pred.nii.gz"
     write_image(pred_path, pred, spacing_mm=SPACING)
-    roi = folder / "roi.txt"
     location = tuple(o + fixture.ROI_LOCATION[i] * SCALE for i, o in enumerate(OFFSET))
     size = tuple(s * SCALE for s in fixture.ROI_SIZE)
-    roi.write_text(format_roi_text(Box(size=size, location=location)), encoding="utf-8")
-    whole = folder / "roi_whole.txt"
-    whole.write_text(format_roi_text(Box(size=SHAPE, location=(0, 0, 0))), encoding="utf-8")
-    return public, gold, pred_path, roi
+    private = folder / "private"
+    private_whole = folder / "private_whole"
+    for where, box in ((private, Box(size, location)), (private_whole, Box(SHAPE, (0, 0, 0)))):
+        roi = where / "roi" / "topcow_ct_001.txt"
+        roi.parent.mkdir(parents=True)
+        roi.write_text(format_roi_text(box), encoding="utf-8")
+    return public, gold, pred_path, private
+
+
+def _case(task_id: str, pred: Path, gold: Path, public: Path, private: Path) -> ScoreCase:
+    """One case of ``task_id`` as grading hands it to the family's functions."""
+    (column,) = get_task(task_id).submission.columns
+    return ScoreCase(
+        case_id="001",
+        submitted=SubmissionCase("001", {}, {column.name: pred}),
+        gold=SubmissionCase("001", {}, {column.name: gold}),
+        public=public,
+        private=private,
+        params=get_task(task_id).params,
+    )
 
 
 def _one_case(args: tuple[Path, Path, Path, Path]) -> tuple[float, float, float, dict]:
-    public, gold, pred, roi = args
+    public, gold, pred, private = args
+    case = _case(SEG, pred, gold, public, private)
+    context = CheckContext(task=get_task(SEG), public=public)
+    (column,) = context.task.submission.columns
     tracemalloc.start()
     started = time.perf_counter()
-    reasons = submission.check_mask_file("001", pred, public, "ct")
+    reasons = check_declared_file(pred, column.file, public, "001")
+    reasons += submission.check_mask(case.submitted, context)
     checked = time.perf_counter()
-    scores = metrics.score_segmentation_case(("001", pred, gold, roi))
+    scores = metrics.score_segmentation_case(case).values
     done = time.perf_counter()
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
-    assert not [r for r in reasons if not isinstance(r, submission.SubmissionWarning)], reasons
+    assert not [r for r in reasons if not isinstance(r, SubmissionWarning)], reasons
     return checked - started, done - checked, peak / 2**20, scores
 
 
 def _bench_task1(folder: Path) -> None:
-    public, gold, pred, roi = _make_case(folder)
+    public, gold, pred, private = _make_case(folder)
     volume_mb = np.prod(SHAPE) / 2**20
     context = multiprocessing.get_context("spawn")
-    for label, roi_path in (
-        ("ROI 104x96x40", roi),
-        ("ROI = whole volume", folder / "roi_whole.txt"),
+    for label, private_dir in (
+        ("ROI 104x96x40", private),
+        ("ROI = whole volume", folder / "private_whole"),
     ):
         with context.Pool(1) as pool:
             check_s, score_s, peak_mb, scores = pool.apply(
-                _one_case, ((public, gold, pred, roi_path),)
+                _one_case, ((public, gold, pred, private_dir),)
             )
         shown = {k: round(v, 3) for k, v in scores.items() if isinstance(v, float)}
         print(
@@ -96,23 +121,26 @@ def _bench_json_tasks(folder: Path) -> None:
     public = folder / "public"
     shape = read_geometry(public / "test" / "images" / "topcow_ct_001_0000.nii.gz").shape
     assert shape == SHAPE
-    box_path = folder / "box.json"
+    box_path, gold_box = folder / "box.json", folder / "gold_box.json"
     box_path.write_text(json.dumps({"size": [96, 68, 36], "location": [200, 190, 100]}))
-    truth = Box(size=(100, 70, 40), location=(198, 192, 98))
+    gold_box.write_text(json.dumps({"size": [100, 70, 40], "location": [198, 192, 98]}))
     n = 200
+    box_case = _case(BOX, box_path, gold_box, public, folder)
+    box_context = CheckContext(task=get_task(BOX), public=public)
     started = time.perf_counter()
     for _ in range(n):
-        submission.check_box_file("001", box_path, public, "ct")
-        payload = json.loads(box_path.read_text())
-        metrics.score_box(Box(tuple(payload["size"]), tuple(payload["location"])), truth)
+        assert not submission.check_box(box_case.submitted, box_context)
+        metrics.score_box_case(box_case)
     per_box = (time.perf_counter() - started) / n
-    edges = fixture.VARIANTS["001"].edges()
-    edges_path = folder / "edges.json"
-    edges_path.write_text(json.dumps(edges))
+    edges_path, gold_edges = folder / "edges.json", folder / "gold_edges.json"
+    edges_path.write_text(json.dumps(fixture.VARIANTS["001"].edges()))
+    gold_edges.write_text(json.dumps(fixture.VARIANTS["002"].edges()))
+    edges_case = _case(EDGES, edges_path, gold_edges, public, folder)
+    edges_context = CheckContext(task=get_task(EDGES), public=public)
     started = time.perf_counter()
     for _ in range(n):
-        submission.check_edges_file(edges_path)
-        metrics.score_edges(json.loads(edges_path.read_text()), edges)
+        assert not submission.check_edges(edges_case.submitted, edges_context)
+        metrics.score_edges_case(edges_case)
     per_edges = (time.perf_counter() - started) / n
     print(f"task 2: {per_box * 1000:.2f} ms per case; task 3: {per_edges * 1000:.2f} ms per case")
 

@@ -14,7 +14,7 @@ from rexmle.challenges.topcow.graph import (
     neighbours_of,
     region_matches,
 )
-from rexmle.challenges.topcow.labels import modality_of, variant_string
+from rexmle.challenges.topcow.labels import variant_string
 from rexmle.challenges.topcow.metrics import (
     aggregate_edges,
     aggregate_segmentation,
@@ -25,6 +25,8 @@ from rexmle.challenges.topcow.metrics import (
 from rexmle.challenges.topcow.raw import parse_edge_lists
 from rexmle.challenges.topcow.roi import Box, format_roi_text, parse_roi_text
 from rexmle.errors import DataError
+from rexmle.tasks.registry import get_task
+from rexmle.tasks.rows import CaseRow
 
 # ---- ROI -------------------------------------------------------------------------------------
 
@@ -83,11 +85,7 @@ def test_edge_lists_need_exactly_the_eight_keys_with_values_zero_or_one() -> Non
         parse_edge_lists({"anterior": {}}, where="a.yml")
 
 
-def test_modality_and_variant_strings() -> None:
-    assert modality_of("topcow-track1-task3") == "ct"
-    assert modality_of("topcow-track2-task1") == "mr"
-    with pytest.raises(ValueError, match="not a TopCoW task id"):
-        modality_of("topbrain-track1")
+def test_variant_strings() -> None:
     assert variant_string("anterior", (1, 0, 0, 1)) == "Var_Ant_1_0_0_1"
     assert variant_string("posterior", [0, 1, 1, 1]) == "Var_Pos_0_1_1_1"
 
@@ -203,11 +201,11 @@ def test_aggregation_of_group2_f1_and_balanced_accuracies() -> None:
         }  # fmt: skip
 
     cases = [
-        row(("TP", "TP", "FN", "TN"), "A", "A", False),
-        row(("TP", "FN", "TP", "FP"), "A", "B", False),
-        row(("TN", "TP", "TP", "TN"), "C", "C", True),
+        CaseRow("a", row(("TP", "TP", "FN", "TN"), "A", "A", False)),
+        CaseRow("b", row(("TP", "FN", "TP", "FP"), "A", "B", False)),
+        CaseRow("c", row(("TN", "TP", "TP", "TN"), "C", "C", True)),
     ]
-    metrics = aggregate_segmentation(cases)
+    metrics = aggregate_segmentation(cases, get_task("topcow-track1-task1"))
     # F1_8 = 2*2/(4) = 1; F1_9 = 4/5; F1_10 = 4/5; F1_15 = 0 (FP only) -> (1 + .8 + .8 + 0) / 4
     assert metrics["f1_grp2"] == pytest.approx(0.65)
     # graph: class A recall 1/2, class C recall 1 -> 0.75
@@ -267,7 +265,8 @@ def test_edge_scores_read_edges_by_name_not_by_file_order() -> None:
     assert case["pred_anterior"] == case["gt_anterior"] == "Var_Ant_1_1_0_1"
     assert case["pred_posterior"] == "Var_Pos_0_1_1_1"
     wrong = score_edges(_edges((1, 1, 1, 1)), truth)
-    metrics = aggregate_edges([{"case_id": "a", **case}, {"case_id": "b", **wrong}])
+    rows = [CaseRow("a", case), CaseRow("b", wrong)]
+    metrics = aggregate_edges(rows, get_task("topcow-track1-task3"))
     # both cases have the GT class 1101; one right -> recall 1/2
     assert metrics["anterior_acc"] == pytest.approx(0.5)
 
@@ -307,20 +306,6 @@ def test_expected_gold_is_capped_by_absent_group2_labels_and_flipped_truths() ->
     # anterior: class A matched, class B flipped (FAIL) -> (1 + 0) / 2
     assert expected["anterior_topology"] == 0.5
     assert expected["posterior_topology"] == expected["anterior_graph_acc"] == 1.0
-
-
-@pytest.mark.parametrize("dtype", [np.uint8, np.uint16, np.int16])
-@pytest.mark.parametrize("order", ["C", "F"])
-def test_counted_distinct_values_equal_numpy_unique(dtype, order: str) -> None:
-    from rexmle.challenges.topcow import submission
-
-    rng = np.random.default_rng(3)
-    array = np.asarray(rng.integers(0, 300, (40, 30, 20)), dtype=dtype, order=order)
-    array[array > 200] = 15
-    assert np.array_equal(submission._distinct_values(array), np.unique(array))
-    if dtype == np.int16:
-        array[0, 0, 0] = -1  # negative values go to the generic (sorting) check unchanged
-        assert submission._distinct_values(array) is array
 
 
 def _official_2d(rows: list[list[int]]) -> np.ndarray:

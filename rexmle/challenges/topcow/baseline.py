@@ -27,11 +27,13 @@ from scipy import ndimage
 from scipy.spatial import cKDTree
 from skimage.filters import threshold_otsu
 
-from rexmle.challenges.topcow.prepare import ID_COLUMN, PATH_COLUMNS, prediction_name, write_json
-from rexmle.challenges.topcow.roi import Box, read_roi
 from rexmle.io import Geometry, read_image, write_image
 from rexmle.tasks.csvfile import read_id_column
 from rexmle.tasks.files import write_csv
+from rexmle.tasks.jobs import BaselineJob
+
+from .prepare import prediction_name, write_json
+from .roi import Box, read_roi
 
 PERCENTILES = (80.0, 85.0, 88.0, 90.0, 92.0, 94.0, 96.0, 98.0, 99.0, 99.5, 99.8)
 """Vessel threshold candidates: intensity percentiles of each image."""
@@ -44,8 +46,13 @@ GRID_FRACTION = 0.6
 """Half-width of the Task-3 sampling grid as a fraction of the training images' half-extent."""
 
 
-def _test_ids(public_dir: Path) -> list[str]:
-    return read_id_column(public_dir / "sample_submission.csv", ID_COLUMN)
+def _columns(job: BaselineJob) -> tuple[str, ...]:
+    """The declared submission columns, id column first."""
+    return job.task.submission.required_columns if job.task.submission else ()
+
+
+def _test_ids(job: BaselineJob) -> list[str]:
+    return read_id_column(job.public / "sample_submission.csv", _columns(job)[0])
 
 
 def _train_stems(public_dir: Path) -> list[str]:
@@ -73,9 +80,10 @@ def _dice(pred: np.ndarray, truth: np.ndarray) -> float:
     return 1.0 if total == 0 else 2.0 * int((pred & truth).sum()) / total
 
 
-def solve_segmentation(public_dir: Path, submission_dir: Path, *, modality: str, seed: int) -> None:
+def solve_segmentation(job: BaselineJob) -> None:
     """Task 1: learned threshold + nearest labelled training voxel relative to the vessel centre."""
-    rng = np.random.default_rng(seed)
+    public_dir, submission_dir, modality = job.public, job.submission, job.params["scan"]
+    rng = np.random.default_rng(job.seed)
     stems = _train_stems(public_dir)
     per_case = max(1, MAX_TRAIN_VOXELS // max(len(stems), 1))
     dice_rows, centre_rows, points, values = [], [], [], []
@@ -103,7 +111,7 @@ def solve_segmentation(public_dir: Path, submission_dir: Path, *, modality: str,
     tree = cKDTree(np.concatenate(points))
     known = np.concatenate(values)
     rows = []
-    for case_id in _test_ids(public_dir):
+    for case_id in _test_ids(job):
         path = public_dir / "test" / "images" / f"topcow_{modality}_{case_id}_0000.nii.gz"
         image, geometry = _image(path)
         spacing = np.asarray(geometry.spacing_mm[:3])
@@ -119,14 +127,15 @@ def solve_segmentation(public_dir: Path, submission_dir: Path, *, modality: str,
             )
             found = nearest < len(known)
             prediction[tuple(index[found].T)] = known[nearest[found]]
-        relative = f"predictions/{prediction_name(modality, case_id, 1)}"
+        relative = prediction_name(modality, case_id, "_0000.nii.gz")
         write_image(submission_dir / relative, prediction, like=geometry)
         rows.append((case_id, relative))
-    write_csv(submission_dir / "submission.csv", (ID_COLUMN, PATH_COLUMNS[1]), rows)
+    write_csv(submission_dir / "submission.csv", _columns(job), rows)
 
 
-def solve_box(public_dir: Path, submission_dir: Path, *, modality: str, seed: int) -> None:
+def solve_box(job: BaselineJob) -> None:
     """Task 2: mean ROI corner offset (mm) from the vessel centre and mean ROI size (mm)."""
+    public_dir, submission_dir, modality = job.public, job.submission, job.params["scan"]
     offsets, sizes = [], []
     for stem in _train_stems(public_dir):
         image, geometry = _image(public_dir / "train" / "images" / f"{stem}_0000.nii.gz")
@@ -137,7 +146,7 @@ def solve_box(public_dir: Path, submission_dir: Path, *, modality: str, seed: in
         sizes.append(np.asarray(box.size) * spacing)
     mean_offset, mean_size = np.mean(offsets, axis=0), np.mean(sizes, axis=0)
     rows = []
-    for case_id in _test_ids(public_dir):
+    for case_id in _test_ids(job):
         path = public_dir / "test" / "images" / f"topcow_{modality}_{case_id}_0000.nii.gz"
         image, geometry = _image(path)
         spacing = np.asarray(geometry.spacing_mm[:3])
@@ -148,10 +157,10 @@ def solve_box(public_dir: Path, submission_dir: Path, *, modality: str, seed: in
             size=(int(size[0]), int(size[1]), int(size[2])),
             location=(int(location[0]), int(location[1]), int(location[2])),
         )
-        relative = f"predictions/{prediction_name(modality, case_id, 2)}"
+        relative = prediction_name(modality, case_id, "_bbox.json")
         write_json(submission_dir / relative, box.to_json())
         rows.append((case_id, relative))
-    write_csv(submission_dir / "submission.csv", (ID_COLUMN, PATH_COLUMNS[2]), rows)
+    write_csv(submission_dir / "submission.csv", _columns(job), rows)
 
 
 def _vessel_features(path: Path, half_extent_mm: np.ndarray) -> np.ndarray:
@@ -166,8 +175,9 @@ def _vessel_features(path: Path, half_extent_mm: np.ndarray) -> np.ndarray:
     return ndimage.map_coordinates(smooth, coordinates, order=1, mode="constant")
 
 
-def solve_edges(public_dir: Path, submission_dir: Path, *, modality: str, seed: int) -> None:
+def solve_edges(job: BaselineJob) -> None:
     """Task 3: the edge lists of the nearest training case (aligned, smoothed vessel masks)."""
+    public_dir, submission_dir, modality = job.public, job.submission, job.params["scan"]
     stems = _train_stems(public_dir)
     extents = []
     for stem in stems:
@@ -185,11 +195,11 @@ def solve_edges(public_dir: Path, submission_dir: Path, *, modality: str, seed: 
         for s in stems
     ]
     rows = []
-    for case_id in _test_ids(public_dir):
+    for case_id in _test_ids(job):
         path = public_dir / "test" / "images" / f"topcow_{modality}_{case_id}_0000.nii.gz"
         features = _vessel_features(path, half_extent)
         nearest = int(np.argmin(np.linalg.norm(train_features - features, axis=1)))
-        relative = f"predictions/{prediction_name(modality, case_id, 3)}"
+        relative = prediction_name(modality, case_id, "_edges.json")
         write_json(submission_dir / relative, train_edges[nearest])
         rows.append((case_id, relative))
-    write_csv(submission_dir / "submission.csv", (ID_COLUMN, PATH_COLUMNS[3]), rows)
+    write_csv(submission_dir / "submission.csv", _columns(job), rows)

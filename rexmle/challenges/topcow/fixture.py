@@ -18,10 +18,11 @@ from pathlib import Path
 
 import numpy as np
 
-from rexmle.challenges.topcow.labels import REGION_EDGES
-from rexmle.challenges.topcow.raw import EDGE_LABELS, IMAGES, ROI_LABELS, SEG_LABELS, TOP_FOLDER
-from rexmle.challenges.topcow.roi import Box, format_roi_text
 from rexmle.io import write_image
+
+from .labels import REGION_EDGES
+from .raw import EDGE_LABELS, IMAGES, ROI_LABELS, SEG_LABELS, TOP_FOLDER
+from .roi import Box, format_roi_text
 
 SHAPE = (32, 28, 20)
 SPACING_MM = {"ct": (0.45, 0.45, 0.6), "mr": (0.3, 0.3, 0.6)}

@@ -12,15 +12,16 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from rexmle.challenges.topcow.labels import (
+from rexmle.metrics.lesions import DetectionOutcome, label_detection
+from rexmle.metrics.topology import component_count, label_neighbors
+
+from .labels import (
     ANTERIOR_EDGES,
     ANTERIOR_LABELS,
     POSTERIOR_EDGES,
     POSTERIOR_LABELS,
     variant_string,
 )
-from rexmle.metrics.lesions import DetectionOutcome, label_detection
-from rexmle.metrics.topology import component_count, label_neighbors
 
 REGION_LABELS: dict[str, tuple[int, ...]] = {
     "anterior": ANTERIOR_LABELS,

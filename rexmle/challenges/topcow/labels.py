@@ -1,4 +1,4 @@
-"""TopCoW 2024 vocabulary: label values, edge names and the modality of each track."""
+"""TopCoW 2024 vocabulary: label values, label groups and edge names."""
 
 from __future__ import annotations
 
@@ -43,22 +43,6 @@ REGION_EDGES: Final[dict[str, tuple[str, ...]]] = {
     "anterior": ANTERIOR_EDGES,
     "posterior": POSTERIOR_EDGES,
 }
-
-MODALITY_OF_TRACK: Final[dict[str, str]] = {"track1": "ct", "track2": "mr"}
-"""File-name modality token of each track."""
-
-
-def modality_of(task_id: str) -> str:
-    """The modality token (``ct`` or ``mr``) of a task id ``topcow-track<N>-task<M>``.
-
-    Raises:
-        ValueError: the id names no TopCoW track.
-    """
-    parts = task_id.split("-")
-    if len(parts) != 3 or parts[0] != "topcow" or parts[1] not in MODALITY_OF_TRACK:
-        msg = f"{task_id!r} is not a TopCoW task id (topcow-track1|2-task1|2|3)"
-        raise ValueError(msg)
-    return MODALITY_OF_TRACK[parts[1]]
 
 
 def variant_string(region: str, bits: tuple[int, ...] | list[int]) -> str:

@@ -4,20 +4,19 @@ Task 1 (segmentation) crops gold and prediction to the test ROI, then scores cla
 B0 error and HD95 over the union of labels, clDice of the merged vessel mask, group-2 detection,
 edge lists (graph accuracy) and the topology match. Task 2 scores the predicted box with the
 boundary IoU (ratio 0.2) and the IoU (ratio 0.5, the whole box). Task 3 compares variant strings.
-Every definition follows CoWBenchmark/TopCoW_Eval_Metrics (``topcow24_eval`` @25ca839).
+Every definition follows CoWBenchmark/TopCoW_Eval_Metrics (``topcow24_eval`` @25ca839). The YAML
+declares which values are means over the cases; the ``aggregate_*`` functions give the others.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 
-from rexmle.challenges.topcow.graph import LabelMapGraph, region_matches, variant_strings
-from rexmle.challenges.topcow.labels import GROUP2_LABELS, REGION_EDGES, variant_string
-from rexmle.challenges.topcow.roi import Box, read_roi
 from rexmle.io import read_image
 from rexmle.metrics.boxes import boundary_iou, box_iou
 from rexmle.metrics.classification import balanced_accuracy
@@ -25,20 +24,14 @@ from rexmle.metrics.lesions import detection_f1, label_detection
 from rexmle.metrics.overlap import per_label_dice
 from rexmle.metrics.surface import per_label_hd95
 from rexmle.metrics.topology import cldice, per_label_b0_error
+from rexmle.tasks.jobs import ScoreCase
+from rexmle.tasks.rows import CaseRow, CaseValue
+from rexmle.tasks.spec import TaskSpec
 
-SEG_KEYS = (
-    "dice",
-    "cldice",
-    "b0_error",
-    "hd95",
-    "f1_grp2",
-    "anterior_graph_acc",
-    "posterior_graph_acc",
-    "anterior_topology",
-    "posterior_topology",
-)
-BOX_KEYS = ("boundary_iou", "iou")
-EDGE_KEYS = ("anterior_acc", "posterior_acc")
+from .graph import LabelMapGraph, region_matches, variant_strings
+from .labels import GROUP2_LABELS, REGION_EDGES, variant_string
+from .roi import Box, read_roi
+
 HD95_ABSENT_MM = 90.0
 """HD95 of a label present on one side only (official TopCoW bound)."""
 BOUNDARY_RATIO = 0.2
@@ -78,7 +71,7 @@ def score_segmentation(
     truth: npt.NDArray[np.integer],
     *,
     spacing_mm: Sequence[float],
-) -> dict[str, object]:
+) -> dict[str, CaseValue]:
     """Task-1 values of one case, on label maps already cropped to the test ROI.
 
     Definition: with L = labels present in G or P (background excluded): ``dice``, ``b0_error``,
@@ -119,7 +112,7 @@ def score_segmentation(
     def mean_over_labels(values: dict[int, float] | dict[int, int]) -> float:
         return float(np.mean([values[lab] for lab in labels])) if labels else 0.0
 
-    result: dict[str, object] = {
+    result: dict[str, CaseValue] = {
         "dice": mean_over_labels(dice_per_label),
         "cldice": cldice(pred > 0, truth > 0),
         "b0_error": mean_over_labels(b0_per_label),
@@ -136,35 +129,33 @@ def score_segmentation(
     return result
 
 
-def score_segmentation_case(item: tuple[str, Path, Path, Path]) -> dict[str, object]:
-    """Read, crop and score one Task-1 case; ``item`` = (id, prediction, gold, ROI file).
+def score_segmentation_case(case: ScoreCase) -> CaseRow:
+    """Read, crop and score one Task-1 case against gold inside its ROI (``private/roi/``).
 
     The prediction's own geometry is ignored except for its size (official: the GT geometry is
     copied onto it); both maps are cropped to the ROI clipped to the volume and cast to uint8.
     """
-    case_id, pred_path, gold_path, roi_path = item
+    pred_path, gold_path = case.file_pair()
+    roi_path = case.private / "roi" / f"topcow_{case.params['scan']}_{case.case_id}.txt"
     gold = read_image(gold_path, reader="simpleitk")
     window = read_roi(roi_path).crop(gold.geometry.shape)
     spacing = gold.geometry.spacing_mm[:3]
     truth = np.asarray(gold.array)[window].astype(np.uint8)
     del gold
     pred = np.asarray(read_image(pred_path, reader="simpleitk").array)[window].astype(np.uint8)
-    return {"case_id": case_id, **score_segmentation(pred, truth, spacing_mm=spacing)}
+    return CaseRow(case.case_id, score_segmentation(pred, truth, spacing_mm=spacing))
 
 
-def aggregate_segmentation(cases: list[dict[str, object]]) -> dict[str, float]:
-    """The nine Task-1 leaderboard values from the per-case rows.
+def aggregate_segmentation(rows: list[CaseRow], task: TaskSpec) -> dict[str, float]:
+    """The Task-1 values over all cases (``dice``, ``cldice``, ``b0_error``, ``hd95`` are means).
 
-    ``dice``, ``cldice``, ``b0_error``, ``hd95``: means over cases. ``f1_grp2``: per group-2
-    label, TP/FP/FN summed over cases, F1 = 2TP/(2TP+FP+FN) (0 if all are 0), mean over the four
-    labels. ``*_graph_acc``: balanced accuracy of predicted vs GT variant strings.
-    ``*_topology``: balanced accuracy with the prediction = the GT string when the region matches,
-    else ``FAIL``.
+    ``f1_grp2``: per group-2 label, TP/FP/FN summed over cases, F1 = 2TP/(2TP+FP+FN) (0 if all
+    are 0), mean over the four labels. ``*_graph_acc``: balanced accuracy of predicted vs GT
+    variant strings. ``*_topology``: balanced accuracy with the prediction = the GT string when
+    the region matches, else ``FAIL``.
     """
-    metrics = {
-        key: float(np.mean([float(c[key]) for c in cases]))  # type: ignore[arg-type]
-        for key in ("dice", "cldice", "b0_error", "hd95")
-    }
+    cases = [row.values for row in rows]
+    metrics: dict[str, float] = {}
     f1_values = []
     for label in GROUP2_LABELS:
         outcomes = [str(c[f"grp2_{label}"]) for c in cases]
@@ -180,7 +171,7 @@ def aggregate_segmentation(cases: list[dict[str, object]]) -> dict[str, float]:
         ]
         metrics[f"{region}_graph_acc"] = balanced_accuracy(pred, truth)
         metrics[f"{region}_topology"] = balanced_accuracy(topology, truth)
-    return {key: metrics[key] for key in SEG_KEYS}
+    return metrics
 
 
 # ---- Task 2 ---------------------------------------------------------------------------------
@@ -200,9 +191,17 @@ def score_box(pred: Box, truth: Box) -> dict[str, float]:
     }
 
 
-def aggregate_boxes(cases: list[dict[str, object]]) -> dict[str, float]:
-    """Means of the per-case ``boundary_iou`` and ``iou``."""
-    return {key: float(np.mean([float(c[key]) for c in cases])) for key in BOX_KEYS}  # type: ignore[arg-type]
+def read_box(path: Path) -> Box:
+    """A submitted (or gold) box file ``{"size": [...], "location": [...]}``, already validated."""
+    payload = json.loads(path.read_text(encoding="utf-8"))
+    size, location = payload["size"], payload["location"]
+    return Box(size=(size[0], size[1], size[2]), location=(location[0], location[1], location[2]))
+
+
+def score_box_case(case: ScoreCase) -> CaseRow:
+    """Task-2 values of one case (the YAML declares both as means over the cases)."""
+    pred_path, gold_path = case.file_pair()
+    return CaseRow(case.case_id, dict(score_box(read_box(pred_path), read_box(gold_path))))
 
 
 # ---- Task 3 ---------------------------------------------------------------------------------
@@ -210,9 +209,9 @@ def aggregate_boxes(cases: list[dict[str, object]]) -> dict[str, float]:
 
 def score_edges(
     pred: dict[str, dict[str, int]], truth: dict[str, dict[str, int]]
-) -> dict[str, object]:
+) -> dict[str, CaseValue]:
     """Task-3 values of one case: GT and predicted variant strings of both regions."""
-    result: dict[str, object] = {}
+    result: dict[str, CaseValue] = {}
     for region in REGIONS:
         edges = REGION_EDGES[region]
         result[f"gt_{region}"] = variant_string(region, [truth[region][e] for e in edges])
@@ -221,11 +220,19 @@ def score_edges(
     return result
 
 
-def aggregate_edges(cases: list[dict[str, object]]) -> dict[str, float]:
+def score_edges_case(case: ScoreCase) -> CaseRow:
+    """Task-3 values of one case from the submitted and the gold edge-list files."""
+    pred_path, gold_path = case.file_pair()
+    pred = json.loads(pred_path.read_text(encoding="utf-8"))
+    truth = json.loads(gold_path.read_text(encoding="utf-8"))
+    return CaseRow(case.case_id, score_edges(pred, truth))
+
+
+def aggregate_edges(rows: list[CaseRow], task: TaskSpec) -> dict[str, float]:
     """``anterior_acc`` / ``posterior_acc``: balanced accuracy of the variant strings."""
     metrics = {}
     for region in REGIONS:
-        truth = [str(c[f"gt_{region}"]) for c in cases]
-        pred = [str(c[f"pred_{region}"]) for c in cases]
+        truth = [str(row.values[f"gt_{region}"]) for row in rows]
+        pred = [str(row.values[f"pred_{region}"]) for row in rows]
         metrics[f"{region}_acc"] = balanced_accuracy(pred, truth)
-    return {key: metrics[key] for key in EDGE_KEYS}
+    return metrics

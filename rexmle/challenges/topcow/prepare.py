@@ -1,8 +1,10 @@
 """TopCoW raw -> public/private for one task (topcow.md, "Split", "Public/Private layout").
 
-The three tasks of a track read the same raw cases and compute the same split (sorted pids,
-``train_test_split(test_size=0.2, random_state=42, shuffle=True)``); each writes the common part
-(train and test images) and its own labels, sample submission and gold.
+The three tasks of a track (``params.scan``: ``ct`` or ``mr``) read the same raw cases and compute
+the same split (sorted pids, the declared seed and test fraction); each task kind's function
+writes the common part (train and test images) and its own labels, sample submission and gold:
+:func:`prepare_segmentation` (task 1), :func:`prepare_boxes` (task 2), :func:`prepare_edges`
+(task 3).
 """
 
 from __future__ import annotations
@@ -10,24 +12,24 @@ from __future__ import annotations
 import json
 import logging
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
-from rexmle.challenges.topcow.graph import LabelMapGraph, is_flipped, variant_strings
-from rexmle.challenges.topcow.labels import GROUP2_LABELS
-from rexmle.challenges.topcow.raw import EdgeLists, RawCase, check_case, discover_cases
-from rexmle.challenges.topcow.roi import Box
 from rexmle.io import read_geometry, read_image, write_image
 from rexmle.metrics.classification import balanced_accuracy
-from rexmle.split import Split, shuffle_split
-from rexmle.tasks.files import write_csv
+from rexmle.split import Split
+from rexmle.tasks.jobs import PrepareJob
+
+from .graph import LabelMapGraph, is_flipped, variant_strings
+from .labels import GROUP2_LABELS
+from .raw import EdgeLists, RawCase, check_case, discover_cases
+from .roi import Box
 
 log = logging.getLogger(__name__)
 
 REGIONS = ("anterior", "posterior")
-ID_COLUMN = "image_id"
-PATH_COLUMNS = {1: "predicted_mask_path", 2: "predicted_bbox_path", 3: "predicted_edges_path"}
 SAMPLE_BOX = Box(size=(1, 1, 1), location=(0, 0, 0))
 """The sample submission's box: one voxel in the corner (valid, scores about 0)."""
 SAMPLE_EDGES: EdgeLists = {
@@ -37,10 +39,13 @@ SAMPLE_EDGES: EdgeLists = {
 """The sample submission's edge lists: no edge at all (valid, a rare variant)."""
 
 
-def prediction_name(modality: str, pid: str, task: int) -> str:
-    """File name of a case's prediction in the sample submission and gold."""
-    stem = f"topcow_{modality}_{pid}"
-    return {1: f"{stem}_0000.nii.gz", 2: f"{stem}_bbox.json", 3: f"{stem}_edges.json"}[task]
+def prediction_name(modality: str, pid: str, suffix: str) -> str:
+    """Relative path of a case's prediction in the sample submission and gold.
+
+    ``suffix`` is the task kind's file ending: ``_0000.nii.gz`` (label map, the image's name),
+    ``_bbox.json`` or ``_edges.json``.
+    """
+    return f"predictions/topcow_{modality}_{pid}{suffix}"
 
 
 def write_json(path: Path, payload: object) -> None:
@@ -49,17 +54,18 @@ def write_json(path: Path, payload: object) -> None:
     path.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
 
 
-def split_cases(cases: dict[str, RawCase], modality: str, *, seed: int) -> Split:
-    """The track's split: sorted pids, 20 % test, ``random_state=seed``."""
-    by_pid = shuffle_split(list(cases), test_fraction=0.2, seed=seed)
+def split_cases(job: PrepareJob, cases: dict[str, RawCase]) -> Split:
+    """The track's split: sorted pids, the declared test fraction and seed, the declared rule."""
+    by_pid = job.shuffle_split(list(cases))
+    (source,) = job.task.sources
     return Split(
         train=by_pid.train,
         test=by_pid.test,
-        rule=by_pid.rule + f"; ids = pids of topcow_{modality}_<pid>_0000.nii.gz",
+        rule=by_pid.rule,
         source={
-            "dataset": "TopCoW2024_Data_Release",
-            "zenodo_record": "15692630",
-            "modality": modality,
+            "dataset": source.files[0].name.removesuffix(".zip"),
+            "zenodo_record": source.record,
+            "modality": job.params["scan"],
         },
     )
 
@@ -103,69 +109,111 @@ def expected_gold_segmentation(
     return expected
 
 
-def prepare(
-    raw_dir: Path, public_dir: Path, private_dir: Path, *, modality: str, task: int, seed: int
-) -> Split:
-    """Check every raw case of ``modality``, split, and write one task's public and private trees.
+Checked = dict[str, tuple[Box, EdgeLists]]
+"""Per pid: the case's ROI box and edge lists, read and checked."""
+
+
+def _prepare_common(job: PrepareJob) -> tuple[dict[str, RawCase], Checked, Split]:
+    """Check every raw case of the track, split, and copy the train and test images.
 
     Raises:
         DataError: the raw data breaks a per-case rule (see :func:`raw.check_case`).
     """
-    cases = discover_cases(raw_dir, modality)
+    cases = discover_cases(job.raw, job.params["scan"])
     checked = {pid: check_case(case) for pid, case in cases.items()}
-    split = split_cases(cases, modality, seed=seed)
+    split = split_cases(job, cases)
     for folder, pids in (("train", split.train), ("test", split.test)):
-        images = public_dir / folder / "images"
+        images = job.public / folder / "images"
         images.mkdir(parents=True, exist_ok=True)
         for pid in pids:
             shutil.copyfile(cases[pid].image, images / cases[pid].image.name)
-    labels_dir = public_dir / "train" / "labels"
-    labels_dir.mkdir(parents=True)
-    gold_dir = private_dir / "gold"
-    column = PATH_COLUMNS[task]
+    (job.public / "train" / "labels").mkdir(parents=True)
+    return cases, checked, split
+
+
+def _finish(job: PrepareJob, rows: list[tuple[str, str]], expected: dict[str, float]) -> None:
+    """Write gold's and the sample's CSV (one row per test case) and ``expected_gold.json``."""
+    job.write_answer_csvs(rows, rows)
+    write_json(job.private / EXPECTED_GOLD, expected)
+    log.info("%s: expected gold scores %s", job.task.id, expected)
+
+
+def prepare_segmentation(job: PrepareJob) -> Split:
+    """Task 1: training label maps and ROIs; empty sample maps; gold maps and test ROIs."""
+    cases, checked, split = _prepare_common(job)
+    modality, public_dir = job.params["scan"], job.public
+    (public_dir / "train" / "roi").mkdir()
+    for pid in split.train:
+        case = cases[pid]
+        shutil.copyfile(case.seg, public_dir / "train" / "labels" / case.seg.name)
+        shutil.copyfile(case.roi, public_dir / "train" / "roi" / case.roi.name)
+    (job.gold / "predictions").mkdir(parents=True)
+    (job.private / "roi").mkdir()
     rows = []
     gold_facts: list[tuple[set[int], dict[str, str], list[str]]] = []
-    for pid in split.train:
-        case, (box, edges) = cases[pid], checked[pid]
-        stem = f"topcow_{modality}_{pid}"
-        if task == 1:
-            shutil.copyfile(case.seg, labels_dir / case.seg.name)
-            (public_dir / "train" / "roi").mkdir(exist_ok=True)
-            shutil.copyfile(case.roi, public_dir / "train" / "roi" / case.roi.name)
-        elif task == 2:
-            shutil.copyfile(case.roi, labels_dir / case.roi.name)
-            write_json(public_dir / "train" / "boxes" / f"{stem}_bbox.json", box.to_json())
-        else:
-            shutil.copyfile(case.edges, labels_dir / case.edges.name)
-            write_json(public_dir / "train" / "edges" / f"{stem}_edges.json", edges)
     for pid in sorted(split.test):
-        case, (box, edges) = cases[pid], checked[pid]
-        relative = f"predictions/{prediction_name(modality, pid, task)}"
-        if task == 1:
-            geometry = read_geometry(case.image)
-            write_image(public_dir / relative, np.zeros(geometry.shape, np.uint8), like=geometry)
-            (gold_dir / "predictions").mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(case.seg, gold_dir / relative)
-            (private_dir / "roi").mkdir(exist_ok=True)
-            shutil.copyfile(case.roi, private_dir / "roi" / case.roi.name)
-            gold_facts.append(_gold_facts(case, box))
-        elif task == 2:
-            write_json(public_dir / relative, SAMPLE_BOX.to_json())
-            write_json(gold_dir / relative, box.to_json())
-        else:
-            write_json(public_dir / relative, SAMPLE_EDGES)
-            write_json(gold_dir / relative, edges)
+        case, (box, _) = cases[pid], checked[pid]
+        relative = prediction_name(modality, pid, "_0000.nii.gz")
+        geometry = read_geometry(case.image)
+        write_image(public_dir / relative, np.zeros(geometry.shape, np.uint8), like=geometry)
+        shutil.copyfile(case.seg, job.gold / relative)
+        shutil.copyfile(case.roi, job.private / "roi" / case.roi.name)
+        gold_facts.append(_gold_facts(case, box))
         rows.append((pid, relative))
-    write_csv(public_dir / "sample_submission.csv", (ID_COLUMN, column), rows)
-    write_csv(gold_dir / "submission.csv", (ID_COLUMN, column), rows)
-    if task == 1:
-        expected = expected_gold_segmentation(gold_facts)
-    else:
-        expected = (
-            {"boundary_iou": 1.0, "iou": 1.0}
-            if task == 2
-            else {"anterior_acc": 1.0, "posterior_acc": 1.0}
-        )
-    write_json(private_dir / EXPECTED_GOLD, expected)
-    log.info("topcow %s task %d: expected gold scores %s", modality, task, expected)
+    _finish(job, rows, expected_gold_segmentation(gold_facts))
     return split
+
+
+def _prepare_json_task(
+    job: PrepareJob,
+    *,
+    raw_file: Callable[[RawCase], Path],
+    answer: Callable[[tuple[Box, EdgeLists]], object],
+    folder: str,
+    suffix: str,
+    sample: object,
+    expected: dict[str, float],
+) -> Split:
+    """Tasks 2 and 3: each training case's raw answer file (``train/labels/``) and its JSON form
+    (``train/<folder>/``); the sample's and gold's JSON files, named ``..._<pid><suffix>``."""
+    cases, checked, split = _prepare_common(job)
+    modality, public_dir = job.params["scan"], job.public
+    for pid in split.train:
+        raw = raw_file(cases[pid])
+        shutil.copyfile(raw, public_dir / "train" / "labels" / raw.name)
+        train_file = public_dir / "train" / folder / f"topcow_{modality}_{pid}{suffix}"
+        write_json(train_file, answer(checked[pid]))
+    rows = []
+    for pid in sorted(split.test):
+        relative = prediction_name(modality, pid, suffix)
+        write_json(public_dir / relative, sample)
+        write_json(job.gold / relative, answer(checked[pid]))
+        rows.append((pid, relative))
+    _finish(job, rows, expected)
+    return split
+
+
+def prepare_boxes(job: PrepareJob) -> Split:
+    """Task 2: training ROIs (raw text and JSON); one-voxel sample boxes; gold boxes."""
+    return _prepare_json_task(
+        job,
+        raw_file=lambda case: case.roi,
+        answer=lambda facts: facts[0].to_json(),
+        folder="boxes",
+        suffix="_bbox.json",
+        sample=SAMPLE_BOX.to_json(),
+        expected={"boundary_iou": 1.0, "iou": 1.0},
+    )
+
+
+def prepare_edges(job: PrepareJob) -> Split:
+    """Task 3: training edge lists (raw YAML and JSON); edgeless sample lists; gold lists."""
+    return _prepare_json_task(
+        job,
+        raw_file=lambda case: case.edges,
+        answer=lambda facts: facts[1],
+        folder="edges",
+        suffix="_edges.json",
+        sample=SAMPLE_EDGES,
+        expected={"anterior_acc": 1.0, "posterior_acc": 1.0},
+    )

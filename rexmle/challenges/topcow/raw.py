@@ -17,10 +17,11 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from rexmle.challenges.topcow.labels import ALLOWED_VALUES, REGION_EDGES
-from rexmle.challenges.topcow.roi import Box, read_roi
 from rexmle.errors import DataError
 from rexmle.tasks.files import check_image_label_grid
+
+from .labels import ALLOWED_VALUES, REGION_EDGES
+from .roi import Box, read_roi
 
 TOP_FOLDER = "TopCoW2024_Data_Release"
 IMAGES = "imagesTr"

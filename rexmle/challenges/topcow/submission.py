@@ -1,8 +1,10 @@
 """TopCoW submission rules (topcow.md, "Validity rules"), checked with public data only.
 
-Task 1: one label map per case (``.nii.gz``, ``.nii`` or ``.mha``), 3-D, one component, the test
-image's size, values in {0, …, 12, 15}. Task 2: one JSON box per case. Task 3: one JSON pair of
-edge lists per case. Nothing is cast, rounded or resized.
+Task 1: the YAML's file rule makes each label map readable (``.nii.gz``, ``.nii`` or ``.mha``),
+3-D with one component, of the test image's size, with values in {0, …, 12, 15}; this module adds
+a warning for a spacing that differs from the test image's. Task 2: one JSON box per case. Task
+3: one JSON pair of edge lists per case. Nothing is cast, rounded or resized. The track's file
+name token (``ct`` or ``mr``) is the task's ``params.scan``.
 """
 
 from __future__ import annotations
@@ -12,16 +14,13 @@ from pathlib import Path
 
 import numpy as np
 
-from rexmle.challenges.topcow.labels import ALLOWED_VALUES, REGION_EDGES
-from rexmle.io import read_geometry
-from rexmle.tasks.checks import (
-    SubmissionWarning,
-    check_allowed_values,
-    check_shape,
-    read_submitted_image,
-)
+from rexmle.io import ImageReadError, read_geometry
+from rexmle.tasks.checks import SubmissionWarning
+from rexmle.tasks.jobs import CheckContext
+from rexmle.tasks.submission import SubmissionCase
 
-MASK_SUFFIXES = (".nii.gz", ".nii", ".mha")
+from .labels import REGION_EDGES
+
 SPACING_WARNING_MM = 1e-3
 BOX_KEYS = ("size", "location")
 
@@ -31,57 +30,29 @@ def public_test_image(public_dir: Path, modality: str, case_id: str) -> Path:
     return public_dir / "test" / "images" / f"topcow_{modality}_{case_id}_0000.nii.gz"
 
 
-def check_mask_file(case_id: str, path: Path, public_dir: Path, modality: str) -> list[str]:
-    """Reasons why ``path`` is not a valid Task-1 label map for test case ``case_id`` (+ warnings)."""
-    reference = read_geometry(public_test_image(public_dir, modality, case_id))
-    image, problem = read_submitted_image(
-        path, suffixes=MASK_SUFFIXES, expected_shape=reference.shape, reader="simpleitk"
+def check_mask(case: SubmissionCase, context: CheckContext) -> list[str]:
+    """Task 1: a warning when the label map's spacing differs from the test image's.
+
+    Runs after the declared file rule accepted the map; voxels are compared by index, so a
+    different spacing never invalidates it.
+    """
+    (path,) = case.paths.values()
+    reference = read_geometry(
+        public_test_image(context.public, context.params["scan"], case.case_id)
     )
-    if image is None:
-        return [str(problem)]
-    array = image.array
-    if array.ndim != 3 or image.geometry.channels != 1:
+    try:
+        spacing = read_geometry(path).spacing_mm[:3]
+    except ImageReadError as err:
+        return [f"unreadable file: {err}"]
+    if np.abs(np.subtract(spacing, reference.spacing_mm[:3])).max() > SPACING_WARNING_MM:
         return [
-            f"{path.name}: the label map has array shape {array.shape} with "
-            f"{image.geometry.channels} component(s); write a 3-D single-component label map"
-        ]
-    shape_problem = check_shape(array.shape, reference.shape, what=path.name)
-    if shape_problem:
-        return [shape_problem]
-    reasons: list[str] = []
-    value_problem = check_allowed_values(_distinct_values(array), ALLOWED_VALUES)
-    if value_problem:
-        reasons.append(f"{path.name}: {value_problem} (13 and 14 are unused in TopCoW)")
-    spacing_gap = np.abs(np.subtract(image.geometry.spacing_mm[:3], reference.spacing_mm[:3]))
-    if spacing_gap.max() > SPACING_WARNING_MM:
-        reasons.append(
             SubmissionWarning(
-                f"{path.name}: spacing {image.geometry.spacing_mm} differs from the test image's "
+                f"{path.name}: spacing {spacing} differs from the test image's "
                 f"{reference.spacing_mm}; voxels are compared by index, save the map with the "
                 f"test image's header"
             )
-        )
-    return reasons
-
-
-COUNT_CHUNK = 1 << 22
-"""Voxels counted at a time (bincount makes an int64 copy of its input: 32 MiB per chunk)."""
-
-
-def _distinct_values(array: np.ndarray) -> np.ndarray:
-    """The distinct values of a 8- or 16-bit integer array, counted chunk by chunk (faster and
-    smaller than a sort of a 512 x 512 x 256 map); any other array, or one with negative values,
-    is returned as it is (then sorted by the generic check)."""
-    if array.dtype.kind not in "ui" or array.dtype.itemsize > 2 or array.size == 0:
-        return array
-    if array.dtype.kind == "i" and int(array.min()) < 0:
-        return array
-    flat = array.ravel(order="K")  # a view for C- or Fortran-ordered (NIfTI) arrays
-    seen = np.zeros(1 << (8 * array.dtype.itemsize), dtype=bool)
-    for start in range(0, flat.size, COUNT_CHUNK):
-        counts = np.bincount(flat[start : start + COUNT_CHUNK])
-        seen[: counts.size] |= counts > 0
-    return np.flatnonzero(seen).astype(array.dtype)
+        ]
+    return []
 
 
 def _read_json(path: Path) -> tuple[object, str | None]:
@@ -105,8 +76,9 @@ def _is_json_integer(value: object) -> bool:
     return type(value) is int
 
 
-def check_box_file(case_id: str, path: Path, public_dir: Path, modality: str) -> list[str]:
-    """Reasons why ``path`` is not a valid Task-2 box (+ a warning for a box leaving the image)."""
+def check_box(case: SubmissionCase, context: CheckContext) -> list[str]:
+    """Task 2: reasons why the file is not a valid box (+ a warning for a box leaving the image)."""
+    (path,) = case.paths.values()
     payload, problem = _read_json(path)
     if problem:
         return [problem]
@@ -133,7 +105,8 @@ def check_box_file(case_id: str, path: Path, public_dir: Path, modality: str) ->
     size, location = payload["size"], payload["location"]
     if min(size) < 1:
         return [f"{path.name}: every size must be >= 1 voxel, found {size}"]
-    shape = read_geometry(public_test_image(public_dir, modality, case_id)).shape
+    test_image = public_test_image(context.public, context.params["scan"], case.case_id)
+    shape = read_geometry(test_image).shape
     inside = all(lo >= 0 and lo + s <= n for lo, s, n in zip(location, size, shape, strict=True))
     if not inside:
         return [
@@ -145,8 +118,9 @@ def check_box_file(case_id: str, path: Path, public_dir: Path, modality: str) ->
     return []
 
 
-def check_edges_file(path: Path) -> list[str]:
-    """Reasons why ``path`` is not a valid Task-3 edge-list JSON file."""
+def check_edges(case: SubmissionCase, context: CheckContext) -> list[str]:
+    """Task 3: reasons why the file is not a valid edge-list JSON file."""
+    (path,) = case.paths.values()
     payload, problem = _read_json(path)
     if problem:
         return [problem]
