@@ -1,10 +1,10 @@
 """TopCoW submission rules (topcow.md, "Validity rules"), checked with public data only.
 
-Task 1: the YAML's file rule makes each label map readable (``.nii.gz``, ``.nii`` or ``.mha``),
-3-D with one component, of the test image's size, with values in {0, …, 12, 15}; this module adds
-a warning for a spacing that differs from the test image's. Task 2: one JSON box per case. Task
-3: one JSON pair of edge lists per case. Nothing is cast, rounded or resized. The track's file
-name token (``ct`` or ``mr``) is the task's ``params.scan``.
+Task 1 has no rule here: the YAML's file rule makes each label map readable (``.nii.gz``,
+``.nii`` or ``.mha``), 3-D with one component, of the test image's size, with values in {0, …,
+12, 15}, and warns when its spacing differs from the test image's. Task 2: one JSON box per case.
+Task 3: one JSON pair of edge lists per case. Nothing is cast, rounded or resized. The track's
+file name token (``ct`` or ``mr``) is the task's ``params.scan``.
 """
 
 from __future__ import annotations
@@ -12,47 +12,19 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import numpy as np
-
-from rexmle.io import ImageReadError, read_geometry
+from rexmle.io import read_geometry
 from rexmle.tasks.checks import SubmissionWarning
 from rexmle.tasks.jobs import CheckContext
 from rexmle.tasks.submission import SubmissionCase
 
 from .labels import REGION_EDGES
 
-SPACING_WARNING_MM = 1e-3
 BOX_KEYS = ("size", "location")
 
 
 def public_test_image(public_dir: Path, modality: str, case_id: str) -> Path:
     """The public test image of a case."""
     return public_dir / "test" / "images" / f"topcow_{modality}_{case_id}_0000.nii.gz"
-
-
-def check_mask(case: SubmissionCase, context: CheckContext) -> list[str]:
-    """Task 1: a warning when the label map's spacing differs from the test image's.
-
-    Runs after the declared file rule accepted the map; voxels are compared by index, so a
-    different spacing never invalidates it.
-    """
-    (path,) = case.paths.values()
-    reference = read_geometry(
-        public_test_image(context.public, context.params["scan"], case.case_id)
-    )
-    try:
-        spacing = read_geometry(path).spacing_mm[:3]
-    except ImageReadError as err:
-        return [f"unreadable file: {err}"]
-    if np.abs(np.subtract(spacing, reference.spacing_mm[:3])).max() > SPACING_WARNING_MM:
-        return [
-            SubmissionWarning(
-                f"{path.name}: spacing {spacing} differs from the test image's "
-                f"{reference.spacing_mm}; voxels are compared by index, save the map with the "
-                f"test image's header"
-            )
-        ]
-    return []
 
 
 def _read_json(path: Path) -> tuple[object, str | None]:
