@@ -85,13 +85,14 @@ def grade_in_child(task: str, data_dir: Path, submission: Path, workers: int) ->
 def child(task: str, data_dir: str, submission: str, workers: str) -> None:
     """Grade once and print seconds, peak RSS (self and largest worker) and the headline."""
     from rexmle.grading.grader import grade_submission
+    from rexmle.tasks.registry import get_task
 
     start = time.perf_counter()
     report = grade_submission(task, Path(submission), data_dir=Path(data_dir), workers=int(workers))
     seconds = time.perf_counter() - start
     own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
     kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 2**20
-    headline = "dice" if task.endswith("task1") else "f1"
+    headline = get_task(task).headline.key
     print(
         json.dumps(
             {
@@ -117,7 +118,8 @@ def main() -> None:
     print(
         f"machine: {platform.machine()} {platform.processor()} python {platform.python_version()}"
     )
-    from rexmle.challenges.puma.classes import nuclei_classes
+    from rexmle.challenges.puma.classes import track_classes
+    from rexmle.tasks.registry import get_task
 
     rng = np.random.default_rng(0)
     with tempfile.TemporaryDirectory(prefix="rexmle-bench-puma-") as tmp:
@@ -130,11 +132,11 @@ def main() -> None:
             dirs, _ = prepare_task(task, data_dir=data_dir, mini=True)
             print(f"  ({task} prepare: {time.perf_counter() - started:.1f} s)")
             submission = data_dir / f"sub-{task}"
-            if task.endswith("task1"):
+            params = get_task(task).params
+            if "track" not in params:  # the tissue tasks declare no nuclei track
                 perturb_tissue(dirs.gold, submission, rng)
             else:
-                track = 1 if "track1" in task else 2
-                perturb_nuclei(dirs.gold, submission, nuclei_classes(track), rng)
+                perturb_nuclei(dirs.gold, submission, track_classes(params), rng)
             for name, folder in (("gold", dirs.gold), ("perturbed", submission)):
                 result = grade_in_child(task, data_dir, folder, args.workers)
                 print(

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import tifffile
 
-from rexmle.challenges.puma.classes import nuclei_classes
+from rexmle.challenges.puma.classes import nuclei_classes, track_classes
 from rexmle.challenges.puma.metrics import (
     aggregate_nuclei,
     aggregate_tissue,
@@ -17,14 +17,50 @@ from rexmle.challenges.puma.metrics import (
     score_tissue_case,
 )
 from rexmle.challenges.puma.submission import MAX_ITEMS, read_nuclei_file
+from rexmle.errors import SpecError
+from rexmle.tasks.jobs import ScoreCase
+from rexmle.tasks.registry import get_task
+from rexmle.tasks.spec import TaskSpec
+from rexmle.tasks.submission import SubmissionCase
 
 TRACK1 = nuclei_classes(1)
 TRACK2 = nuclei_classes(2)
+TISSUE = get_task("puma-track1-task1")
+NUCLEI1 = get_task("puma-track1-task2")
+NUCLEI2 = get_task("puma-track2-task2")
+
+
+def _case(case_id: str, pred: Path, gold: Path, task: TaskSpec) -> ScoreCase:
+    """A scoring case of ``task``: the submitted and gold files of its one path column."""
+    assert task.submission is not None
+    (column,) = task.submission.path_columns
+    return ScoreCase(
+        case_id=case_id,
+        submitted=SubmissionCase(case_id=case_id, row={}, paths={column: pred}),
+        gold=SubmissionCase(case_id=case_id, row={}, paths={column: gold}),
+        public=pred.parent,
+        private=gold.parent,
+        params=dict(task.params),
+    )
 
 
 def test_track_class_names() -> None:
     assert TRACK1 == ("tumor", "TILs", "other")
     assert len(TRACK2) == 10 and TRACK2[1:3] == ("lymphocytes", "plasma_cells")
+
+
+def test_the_declared_track_names_the_classes_and_the_per_class_keys() -> None:
+    assert track_classes(NUCLEI1.params) == TRACK1
+    assert track_classes(NUCLEI2.params) == TRACK2
+    for task, classes in ((NUCLEI1, TRACK1), (NUCLEI2, TRACK2)):
+        unranked = [m.key for m in task.metrics if not m.ranked]
+        assert unranked == [f"f1_{name}" for name in classes], task.id
+
+
+@pytest.mark.parametrize("params", [{}, {"track": 3}, {"track": "1"}, {"track": True}])
+def test_a_missing_or_unknown_track_is_a_spec_error(params) -> None:
+    with pytest.raises(SpecError, match=r"params\.track as 1 or 2"):
+        track_classes(params)
 
 
 def _tiff(path: Path, rows: list[list[int]]) -> Path:
@@ -37,12 +73,13 @@ def test_tissue_micro_dice_pools_pixels_over_cases(tmp_path) -> None:
     pred_a = _tiff(tmp_path / "pa.tif", [[1, 0, 3], [0, 3, 3]])
     gold_b = _tiff(tmp_path / "gb.tif", [[1, 1, 1], [2, 2, 0]])
     pred_b = _tiff(tmp_path / "pb.tif", [[1, 1, 1], [0, 0, 0]])
-    cases = [
-        score_tissue_case(("a", pred_a, gold_a)),
-        score_tissue_case(("b", pred_b, gold_b)),
+    rows = [
+        score_tissue_case(_case("a", pred_a, gold_a, TISSUE)),
+        score_tissue_case(_case("b", pred_b, gold_b, TISSUE)),
     ]
-    assert cases[0]["intersection_stroma"] == 1.0 and cases[0]["total_stroma"] == 3.0
-    metrics = aggregate_tissue(cases)
+    first = rows[0].values
+    assert first["intersection_stroma"] == 1.0 and first["total_stroma"] == 3.0
+    metrics = aggregate_tissue(rows, TISSUE)
     eps = 1e-5
     # stroma (1): I = 1 + 3 = 4, S = (2 + 1) + (3 + 3) = 9 -> (8 + eps) / (9 + eps)
     # vessel (2): I = 0 (GT has 2 pixels, never predicted) -> 0
@@ -90,12 +127,13 @@ def test_nuclei_macro_f1_by_hand(tmp_path) -> None:
     gold_b = _json(tmp_path / "gb.json", {"polygons": [_square(30, 30, "TILs")]})
     pred_b = _json(tmp_path / "pb.json", {"polygons": [_square(31, 31, "TILs", 0.4)]})
     rows = [
-        score_nuclei_case(("a", pred_a, gold_a, TRACK1)),
-        score_nuclei_case(("b", pred_b, gold_b, TRACK1)),
+        score_nuclei_case(_case("a", pred_a, gold_a, NUCLEI1)),
+        score_nuclei_case(_case("b", pred_b, gold_b, NUCLEI1)),
     ]
-    assert rows[0]["n_matched"] == 1.0 and rows[0]["tp_tumor"] == 1.0
-    assert rows[0]["fp_tumor"] == 1.0 and rows[0]["fn_tumor"] == 1.0
-    metrics = aggregate_nuclei(rows, TRACK1)
+    first = rows[0].values
+    assert first["n_matched"] == 1.0 and first["tp_tumor"] == 1.0
+    assert first["fp_tumor"] == 1.0 and first["fn_tumor"] == 1.0
+    metrics = aggregate_nuclei(rows, NUCLEI1)
     # case a: tumor P = 1/2, R = 1/2 -> F1 1/2; TILs: TP 0 -> 0; other: FP only -> 0
     # case b: TILs matched (distance sqrt 2) -> 1
     # n = 2 cases: F1_tumor = 1/2 / 2 = 1/4, F1_TILs = (0 + 1) / 2 = 1/2, F1_other = 0 / 2 = 0
@@ -119,7 +157,7 @@ def test_highest_score_wins_then_the_nearest(tmp_path) -> None:
             ]
         },
     )
-    row = score_nuclei_case(("c", pred, gold, TRACK1))
+    row = score_nuclei_case(_case("c", pred, gold, NUCLEI1)).values
     # GT 1 at x=10 takes the confident prediction at x=21 (11 px away); GT 2 at x=30 then has
     # no candidate (x=11 is 19 px away): TP 1, FP 1, FN 1
     assert (row["tp_tumor"], row["fp_tumor"], row["fn_tumor"]) == (1.0, 1.0, 1.0)
@@ -128,7 +166,7 @@ def test_highest_score_wins_then_the_nearest(tmp_path) -> None:
 def test_no_predictions_at_all_scores_zero(tmp_path) -> None:
     gold = _json(tmp_path / "g.json", {"polygons": [_square(10, 10, "tumor")]})
     pred = _json(tmp_path / "p.json", {"polygons": []})
-    metrics = aggregate_nuclei([score_nuclei_case(("c", pred, gold, TRACK1))], TRACK1)
+    metrics = aggregate_nuclei([score_nuclei_case(_case("c", pred, gold, NUCLEI1))], NUCLEI1)
     assert metrics["f1"] == 0.0
 
 

@@ -18,9 +18,10 @@ import numpy as np
 import numpy.typing as npt
 from scipy import ndimage
 
-from rexmle.challenges.puma.raster import polygon_window
-from rexmle.tasks.csvfile import read_id_column
-from rexmle.tasks.files import write_csv
+from rexmle.tasks.jobs import BaselineJob
+
+from .classes import track_classes
+from .raster import polygon_window
 
 THRESHOLDS = np.linspace(0.2, 0.9, 36)
 SMOOTHING_PX = 1.0
@@ -81,16 +82,16 @@ def _train(
     return threshold, min_area, means, centre, scale
 
 
-def solve(public_dir: Path, submission_dir: Path, *, classes: Sequence[str], seed: int = 0) -> None:
-    """Fit on ``public_dir/train`` and write one nuclei JSON per test ROI."""
+def solve(job: BaselineJob) -> None:
+    """Fit on ``public/train`` and write one nuclei JSON per test ROI (classes of the track)."""
     import tifffile
 
-    threshold, min_area, means, centre, scale = _train(public_dir, classes)
+    public_dir, submission_dir = job.public, job.submission
+    threshold, min_area, means, centre, scale = _train(public_dir, track_classes(job.params))
     names = list(means)
     class_means = np.asarray([means[n] for n in names]).reshape(-1, 4)
-    test_ids = read_id_column(public_dir / "sample_submission.csv", "case_id")
     rows = []
-    for case_id in test_ids:
+    for case_id in job.test_ids():
         image = tifffile.imread(public_dir / "test" / "images" / f"{case_id}.tif")
         rgb = np.asarray(image[..., :3], dtype=np.float64) / 255.0
         labels, _ = ndimage.label(_darkness(image) >= threshold, structure=np.ones((3, 3)))
@@ -112,4 +113,4 @@ def solve(public_dir: Path, submission_dir: Path, *, classes: Sequence[str], see
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(json.dumps({"nuclei": detections}) + "\n", encoding="utf-8")
         rows.append((case_id, relative))
-    write_csv(submission_dir / "submission.csv", ("case_id", "predicted_nuclei_path"), rows)
+    job.write_submission_csv(rows)

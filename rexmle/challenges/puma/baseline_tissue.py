@@ -8,14 +8,11 @@ Deterministic; needs numpy, scipy and tifffile only.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import numpy.typing as npt
 from scipy import ndimage
 
-from rexmle.tasks.csvfile import read_id_column
-from rexmle.tasks.files import write_csv
+from rexmle.tasks.jobs import BaselineJob
 
 N_VALUES = 6
 SAMPLES_PER_IMAGE = 4000
@@ -27,10 +24,6 @@ def _features(image: npt.NDArray[np.generic]) -> npt.NDArray[np.float64]:
     rgb = np.asarray(image[..., :3], dtype=np.float64) / 255.0
     layers = [ndimage.gaussian_filter(rgb[..., k], sigma) for sigma in SIGMAS_PX for k in range(3)]
     return np.stack(layers, axis=-1)
-
-
-def _read_ids(public_dir: Path) -> list[str]:
-    return read_id_column(public_dir / "sample_submission.csv", "case_id")
 
 
 class GaussianPixelClassifier:
@@ -67,11 +60,12 @@ class GaussianPixelClassifier:
         return np.asarray(self.values, dtype=np.uint8)[np.argmax(scores, axis=1)]
 
 
-def solve(public_dir: Path, submission_dir: Path, *, seed: int = 0) -> None:
-    """Fit on ``public_dir/train`` and write one map per test ROI into ``submission_dir``."""
+def solve(job: BaselineJob) -> None:
+    """Fit on ``public/train`` (pixels sampled with ``job.seed``) and write one map per test ROI."""
     import tifffile
 
-    rng = np.random.default_rng(seed)
+    public_dir, submission_dir = job.public, job.submission
+    rng = np.random.default_rng(job.seed)
     samples, labels = [], []
     for mask_path in sorted((public_dir / "train" / "masks").glob("*.tif")):
         mask = tifffile.imread(mask_path)
@@ -84,7 +78,7 @@ def solve(public_dir: Path, submission_dir: Path, *, seed: int = 0) -> None:
     model = GaussianPixelClassifier()
     model.fit(np.concatenate(samples), np.concatenate(labels))
     rows = []
-    for case_id in _read_ids(public_dir):
+    for case_id in job.test_ids():
         image = tifffile.imread(public_dir / "test" / "images" / f"{case_id}.tif")
         features = _features(image)
         height, width = features.shape[:2]
@@ -93,4 +87,4 @@ def solve(public_dir: Path, submission_dir: Path, *, seed: int = 0) -> None:
         (submission_dir / "predictions").mkdir(parents=True, exist_ok=True)
         tifffile.imwrite(submission_dir / relative, prediction)
         rows.append((case_id, relative))
-    write_csv(submission_dir / "submission.csv", ("case_id", "predicted_mask_path"), rows)
+    job.write_submission_csv(rows)

@@ -6,7 +6,10 @@ any other name in a raw file is a preparation error.
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from rexmle.errors import SpecError
 
 Track = Literal[1, 2]
 
@@ -29,7 +32,8 @@ TISSUE_CLASSES: dict[int, str] = {
 }
 """Scored tissue values -> short name (used in the ``dice_<name>`` report keys)."""
 
-TISSUE_ALLOWED_VALUES: tuple[int, ...] = (0, 1, 2, 3, 4, 5)
+TISSUE_ALLOWED_VALUES: tuple[int, ...] = tuple(sorted(TISSUE_VALUES.values()))
+"""Values a tissue map may hold: background and the five scored classes."""
 
 NUCLEI_NAMES: dict[str, tuple[str, str]] = {
     "nuclei_tumor": ("tumor", "tumor"),
@@ -58,3 +62,21 @@ def nuclei_name(raw_name: str, track: Track) -> str:
 def nuclei_classes(track: Track) -> tuple[str, ...]:
     """The canonical class names of ``track``, in table order without repeats."""
     return tuple(dict.fromkeys(names[track - 1] for names in NUCLEI_NAMES.values()))
+
+
+def track_of(params: Mapping[str, Any]) -> Track:
+    """The nuclei track declared in a task's ``params`` (``track: 1`` or ``track: 2``).
+
+    Raises:
+        SpecError: ``track`` is missing or not 1 or 2.
+    """
+    track = params.get("track")
+    if track not in (1, 2) or isinstance(track, bool):
+        msg = f"PUMA nuclei tasks declare params.track as 1 or 2, got {track!r}"
+        raise SpecError(msg)
+    return track  # type: ignore[return-value]
+
+
+def track_classes(params: Mapping[str, Any]) -> tuple[str, ...]:
+    """The canonical nuclei class names of the track declared in ``params``."""
+    return nuclei_classes(track_of(params))

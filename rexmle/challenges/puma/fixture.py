@@ -30,9 +30,9 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from rexmle.challenges.puma.classes import NUCLEI_NAMES, TISSUE_VALUES
-from rexmle.challenges.puma.geojson import Feature
-from rexmle.challenges.puma.raster import paint_features, polygon_window
+from .classes import NUCLEI_NAMES, TISSUE_VALUES
+from .geojson import Feature
+from .raster import paint_features, polygon_window
 
 ROI_SIZE = 128
 ROI_FOLDER = "01_training_dataset_tif_ROIs"

@@ -3,26 +3,30 @@
 Tissue (``dice``): micro Dice per class 1..5 pooled over all test cases with ε = 1e-5 and
 dice_c = 0 when the pooled intersection is 0, then the mean over the five classes
 (:class:`rexmle.metrics.overlap.MicroDiceAccumulator`). Per case only the pixel counts are
-reported (the challenge computes no per-image Dice). Extra keys ``dice_<class>``.
+reported (the challenge computes no per-image Dice). Unranked keys ``dice_<class>``.
 
 Nuclei (``f1``): greedy same-class centroid matching within a strict 15 px radius per case, F1
 per (class, case), then each class's F1 summed over the cases where it occurs and divided by
-the number of test cases, averaged over the classes seen (:mod:`rexmle.metrics.points`). Extra
+the number of test cases, averaged over the classes seen (:mod:`rexmle.metrics.points`). Unranked
 keys ``f1_<class>`` for every class of the track (0 for a class seen nowhere).
 """
 
 from __future__ import annotations
 
-from pathlib import Path
+from collections.abc import Sequence
 
 import numpy as np
 
-from rexmle.challenges.puma.classes import TISSUE_CLASSES
-from rexmle.challenges.puma.submission import read_nuclei_file
 from rexmle.errors import HarnessError
 from rexmle.io import read_image
 from rexmle.metrics.overlap import MicroDiceAccumulator
 from rexmle.metrics.points import ClassCounts, nuclei_class_counts, puma_macro_f1
+from rexmle.tasks.jobs import ScoreCase
+from rexmle.tasks.rows import CaseRow, CaseValue
+from rexmle.tasks.spec import TaskSpec
+
+from .classes import TISSUE_CLASSES, track_classes
+from .submission import read_nuclei_file
 
 TISSUE_EPSILON = 1e-5
 
@@ -31,25 +35,25 @@ def _tissue_accumulator() -> MicroDiceAccumulator:
     return MicroDiceAccumulator(TISSUE_CLASSES, epsilon=TISSUE_EPSILON)
 
 
-def score_tissue_case(case: tuple[str, Path, Path]) -> dict[str, object]:
-    """Pixel counts of one case; ``case`` = (case id, predicted map path, gold map path).
+def score_tissue_case(case: ScoreCase) -> CaseRow:
+    """Pixel counts of one case (predicted map against the gold map).
 
     Row keys: ``intersection_<class>`` = |{G = c} ∩ {P = c}|, ``total_<class>`` =
     |{G = c}| + |{P = c}| for the five scored classes.
     """
-    case_id, pred_path, gold_path = case
+    pred_path, gold_path = case.file_pair()
     pred = np.asarray(read_image(pred_path).array)
     truth = np.asarray(read_image(gold_path).array)
     accumulator = _tissue_accumulator()
     accumulator.add(pred, truth)
-    row: dict[str, object] = {"case_id": case_id}
+    values: dict[str, CaseValue] = {}
     for value, name in TISSUE_CLASSES.items():
-        row[f"intersection_{name}"] = float(accumulator.intersections[value])
-        row[f"total_{name}"] = float(accumulator.sums[value])
-    return row
+        values[f"intersection_{name}"] = float(accumulator.intersections[value])
+        values[f"total_{name}"] = float(accumulator.sums[value])
+    return CaseRow(case_id=case.case_id, values=values)
 
 
-def aggregate_tissue(cases: list[dict[str, object]]) -> dict[str, float]:
+def aggregate_tissue(rows: Sequence[CaseRow], task: TaskSpec) -> dict[str, float]:
     """PUMA tissue ``dice`` and the per-class ``dice_<class>``, pooled over the test cases.
 
     Definition: for c in 1..5, I_c and S_c summed over the case rows; dice_c = (2·I_c + ε) /
@@ -61,16 +65,17 @@ def aggregate_tissue(cases: list[dict[str, object]]) -> dict[str, float]:
     Differs: none (maps of another size are invalid instead of resized, spec deviation 3).
 
     Args:
-        cases: rows of :func:`score_tissue_case`.
+        rows: rows of :func:`score_tissue_case`.
+        task: the task's declarations (the tissue classes are the same in both tracks).
 
     Returns:
         ``dice`` and ``dice_<class>`` for the five scored classes.
     """
     accumulator = _tissue_accumulator()
-    for row in cases:
+    for row in rows:
         for value, name in TISSUE_CLASSES.items():
-            accumulator.intersections[value] += int(float(row[f"intersection_{name}"]))  # type: ignore[arg-type]
-            accumulator.sums[value] += int(float(row[f"total_{name}"]))  # type: ignore[arg-type]
+            accumulator.intersections[value] += int(row.number(f"intersection_{name}"))
+            accumulator.sums[value] += int(row.number(f"total_{name}"))
     per_class = accumulator.per_class()
     metrics = {"dice": accumulator.mean()}
     for value, name in TISSUE_CLASSES.items():
@@ -78,8 +83,8 @@ def aggregate_tissue(cases: list[dict[str, object]]) -> dict[str, float]:
     return metrics
 
 
-def score_nuclei_case(case: tuple[str, Path, Path, tuple[str, ...]]) -> dict[str, object]:
-    """Per-class TP/FP/FN of one case; ``case`` = (id, prediction path, gold path, classes).
+def score_nuclei_case(case: ScoreCase) -> CaseRow:
+    """Per-class TP/FP/FN of one case, for the classes of the task's ``params.track``.
 
     Row keys: ``n_truth``, ``n_pred``, ``n_matched`` and ``tp_<class>``, ``fp_<class>``,
     ``fn_<class>`` for every class of the track (0 when the class does not occur in the case).
@@ -87,40 +92,40 @@ def score_nuclei_case(case: tuple[str, Path, Path, tuple[str, ...]]) -> dict[str
     Raises:
         HarnessError: a file that passed validation no longer parses.
     """
-    case_id, pred_path, gold_path, classes = case
+    classes = track_classes(case.params)
+    pred_path, gold_path = case.file_pair()
     parsed = {}
     for role, path in (("prediction", pred_path), ("gold", gold_path)):
         nuclei, reasons = read_nuclei_file(path, classes)
         if nuclei is None:
-            msg = f"PUMA case {case_id}: the {role} file does not parse after validation: {reasons}"
+            msg = f"PUMA case {case.case_id}: the {role} file does not parse after validation: {reasons}"
             raise HarnessError(msg)
         parsed[role] = nuclei
     truth, pred = parsed["gold"], parsed["prediction"]
     counts = nuclei_class_counts(truth.xy, truth.classes, pred.xy, pred.classes, pred.scores)
-    row: dict[str, object] = {
-        "case_id": case_id,
+    values: dict[str, CaseValue] = {
         "n_truth": float(len(truth.classes)),
         "n_pred": float(len(pred.classes)),
         "n_matched": float(sum(c.true_positives for c in counts.values())),
     }
     for name in classes:
         found = counts.get(name, ClassCounts(0, 0, 0))
-        row[f"tp_{name}"] = float(found.true_positives)
-        row[f"fp_{name}"] = float(found.false_positives)
-        row[f"fn_{name}"] = float(found.false_negatives)
-    return row
+        values[f"tp_{name}"] = float(found.true_positives)
+        values[f"fp_{name}"] = float(found.false_positives)
+        values[f"fn_{name}"] = float(found.false_negatives)
+    return CaseRow(case_id=case.case_id, values=values)
 
 
-def _case_counts(row: dict[str, object], classes: tuple[str, ...]) -> dict[str, ClassCounts]:
+def _case_counts(row: CaseRow, classes: tuple[str, ...]) -> dict[str, ClassCounts]:
     counts = {}
     for name in classes:
-        tp, fp, fn = (int(float(row[f"{k}_{name}"])) for k in ("tp", "fp", "fn"))  # type: ignore[arg-type]
+        tp, fp, fn = (int(row.number(f"{k}_{name}")) for k in ("tp", "fp", "fn"))
         if tp + fp + fn > 0:  # the class occurs in the case (GT or prediction)
             counts[name] = ClassCounts(true_positives=tp, false_positives=fp, false_negatives=fn)
     return counts
 
 
-def aggregate_nuclei(cases: list[dict[str, object]], classes: tuple[str, ...]) -> dict[str, float]:
+def aggregate_nuclei(rows: Sequence[CaseRow], task: TaskSpec) -> dict[str, float]:
     """PUMA nuclei ``f1`` and the per-class ``f1_<class>`` for every class of the track.
 
     Definition: per case, F1_{c,i} from the TP/FP/FN of the row for every class occurring in
@@ -135,13 +140,14 @@ def aggregate_nuclei(cases: list[dict[str, object]], classes: tuple[str, ...]) -
         deviation 1; differs only for duplicated centroids).
 
     Args:
-        cases: rows of :func:`score_nuclei_case`.
-        classes: the canonical class names of the track.
+        rows: rows of :func:`score_nuclei_case`.
+        task: the task's declarations; ``params.track`` names the classes.
 
     Returns:
         ``f1`` and ``f1_<class>`` per class.
     """
-    result = puma_macro_f1([_case_counts(row, classes) for row in cases])
+    classes = track_classes(task.params)
+    result = puma_macro_f1([_case_counts(row, classes) for row in rows])
     metrics = {"f1": result.f1}
     for name in classes:
         metrics[f"f1_{name}"] = float(result.per_class.get(name, 0.0))

@@ -15,19 +15,14 @@ from pathlib import Path
 
 import numpy as np
 
-from rexmle.challenges.puma.classes import (
-    NUCLEI_NAMES,
-    TISSUE_CLASSES,
-    TISSUE_VALUES,
-    Track,
-    nuclei_name,
-)
-from rexmle.challenges.puma.geojson import read_features
-from rexmle.challenges.puma.raster import paint_features
-from rexmle.challenges.puma.submission import roi_size
 from rexmle.errors import DataError
-from rexmle.split import Split, shuffle_split
-from rexmle.tasks.files import write_csv
+from rexmle.split import Split
+from rexmle.tasks.jobs import PrepareJob
+
+from .classes import NUCLEI_NAMES, TISSUE_CLASSES, TISSUE_VALUES, Track, nuclei_name, track_of
+from .geojson import read_features
+from .raster import paint_features
+from .submission import roi_size
 
 log = logging.getLogger(__name__)
 
@@ -35,9 +30,6 @@ _STEM = r"training_set_(?:primary|metastatic)_roi_\d+"
 ROI_PATTERN = re.compile(rf"^({_STEM})\.tif$")
 TISSUE_PATTERN = re.compile(rf"^({_STEM})_tissue\.geojson$")
 NUCLEI_PATTERN = re.compile(rf"^({_STEM})_nuclei\.geojson$")
-TISSUE_COLUMNS = ("case_id", "predicted_mask_path")
-NUCLEI_COLUMNS = ("case_id", "predicted_nuclei_path")
-SOURCE = {"dataset": "PUMA 2024 training set", "zenodo_record": "14869398", "version": 4}
 
 
 @dataclass(frozen=True)
@@ -111,10 +103,12 @@ def discover_cases(raw_dir: Path) -> RawCases:
     )
 
 
-def split_cases(cases: RawCases, *, test_fraction: float, seed: int) -> Split:
-    """The shared split: sorted ids, ``train_test_split(test_size, random_state, shuffle=True)``."""
-    split = shuffle_split(cases.ids, test_fraction=test_fraction, seed=seed)
-    return Split(train=split.train, test=split.test, rule=split.rule, source=dict(SOURCE))
+def split_cases(cases: RawCases, job: PrepareJob) -> Split:
+    """The shared split: sorted ids, ``train_test_split`` with the declared fraction and seed.
+
+    The four tasks declare the same split, so every task gets the same train and test ids.
+    """
+    return job.shuffle_split(cases.ids)
 
 
 def _roi_shape(case_id: str, path: Path) -> tuple[int, int]:
@@ -183,14 +177,13 @@ def _copy_images(cases: RawCases, split: Split, public_dir: Path) -> None:
             shutil.copyfile(cases.rois[case_id], target / f"{case_id}.tif")
 
 
-def prepare_tissue(
-    raw_dir: Path, public_dir: Path, private_dir: Path, *, test_fraction: float, seed: int
-) -> Split:
+def prepare_tissue(job: PrepareJob) -> Split:
     """Prepare a tissue task (``puma-track1-task1``, ``puma-track2-task1``)."""
     import tifffile
 
-    cases = discover_cases(raw_dir)
-    split = split_cases(cases, test_fraction=test_fraction, seed=seed)
+    public_dir = job.public
+    cases = discover_cases(job.raw)
+    split = split_cases(cases, job)
     _copy_images(cases, split, public_dir)
     for case_id in split.train:
         labels = public_dir / "train" / "labels"
@@ -199,7 +192,7 @@ def prepare_tissue(
         masks = public_dir / "train" / "masks"
         masks.mkdir(parents=True, exist_ok=True)
         tifffile.imwrite(masks / f"{case_id}.tif", tissue_map(case_id, cases))
-    gold = private_dir / "gold"
+    gold = job.gold
     rows = []
     pixel_counts = np.zeros(len(TISSUE_CLASSES) + 1, dtype=np.int64)
     for case_id in sorted(split.test):
@@ -211,8 +204,7 @@ def prepare_tissue(
         (public_dir / "predictions").mkdir(parents=True, exist_ok=True)
         tifffile.imwrite(public_dir / relative, np.zeros_like(truth))
         rows.append((case_id, relative))
-    write_csv(public_dir / "sample_submission.csv", TISSUE_COLUMNS, rows)
-    write_csv(gold / "submission.csv", TISSUE_COLUMNS, rows)
+    job.write_answer_csvs(rows, rows)
     counts = {TISSUE_CLASSES.get(v, "background"): int(n) for v, n in enumerate(pixel_counts)}
     absent = [name for v, name in TISSUE_CLASSES.items() if pixel_counts[v] == 0]
     log.info("PUMA tissue test ground truth, pixels per class: %s", counts)
@@ -236,18 +228,12 @@ def expected_gold_f1(case_classes: list[set[str]]) -> float:
     return float(np.mean([n / len(case_classes) for n in holding.values()]))
 
 
-def prepare_nuclei(
-    raw_dir: Path,
-    public_dir: Path,
-    private_dir: Path,
-    *,
-    track: Track,
-    test_fraction: float,
-    seed: int,
-) -> Split:
-    """Prepare a nuclei task (``puma-track1-task2``, ``puma-track2-task2``)."""
-    cases = discover_cases(raw_dir)
-    split = split_cases(cases, test_fraction=test_fraction, seed=seed)
+def prepare_nuclei(job: PrepareJob) -> Split:
+    """Prepare a nuclei task (``puma-track1-task2``, ``puma-track2-task2``) of ``params.track``."""
+    track = track_of(job.params)
+    public_dir = job.public
+    cases = discover_cases(job.raw)
+    split = split_cases(cases, job)
     _copy_images(cases, split, public_dir)
     for case_id in split.train:
         labels = public_dir / "train" / "labels"
@@ -255,7 +241,7 @@ def prepare_nuclei(
         shutil.copyfile(cases.nuclei[case_id], labels / f"{case_id}_nuclei.geojson")
         document = nuclei_document(case_id, cases, track)
         write_json(public_dir / "train" / "nuclei_json" / f"{case_id}.json", document)
-    gold = private_dir / "gold"
+    gold = job.gold
     rows = []
     case_classes: list[set[str]] = []
     for case_id in sorted(split.test):
@@ -265,8 +251,7 @@ def prepare_nuclei(
         write_json(gold / relative, document)
         write_json(public_dir / relative, {"polygons": []})
         rows.append((case_id, relative))
-    write_csv(public_dir / "sample_submission.csv", NUCLEI_COLUMNS, rows)
-    write_csv(gold / "submission.csv", NUCLEI_COLUMNS, rows)
+    job.write_answer_csvs(rows, rows)
     log.info(
         "PUMA nuclei track %d: best achievable f1 on the test cases = %.6f",
         track,

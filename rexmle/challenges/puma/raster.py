@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from rexmle.challenges.puma.geojson import Feature, Ring
+from .geojson import Feature, Ring
 
 
 @dataclass(frozen=True)

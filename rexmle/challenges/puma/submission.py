@@ -1,9 +1,9 @@
 """PUMA submission rules (spec puma.md, "Submission format", "Validity rules"), public data only.
 
-Tissue tasks: one single-channel integer TIFF/PNG per test case, the ROI's height x width, values
-in {0, ..., 5}. Nuclei tasks: one UTF-8 JSON object per test case with exactly one of
-``"polygons"`` or ``"nuclei"``. Nothing is repaired: no resizing, no channel picking, no
-renaming of classes.
+Tissue tasks: one single-channel integer TIFF/PNG per test case (the suffixes are declared in the
+task's YAML), the ROI's height x width, values in {0, ..., 5}. Nuclei tasks: one UTF-8 JSON
+object per test case with exactly one of ``"polygons"`` or ``"nuclei"``, class names of the
+task's track. Nothing is repaired: no resizing, no channel picking, no renaming of classes.
 """
 
 from __future__ import annotations
@@ -17,11 +17,14 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from rexmle.challenges.puma.classes import TISSUE_ALLOWED_VALUES
+from rexmle.errors import SpecError
 from rexmle.metrics.points import polygon_centroid
 from rexmle.tasks.checks import check_allowed_values, check_shape, read_submitted_image
+from rexmle.tasks.jobs import CheckContext
+from rexmle.tasks.submission import SubmissionCase
 
-MAP_SUFFIXES = (".tif", ".tiff", ".png")
+from .classes import TISSUE_ALLOWED_VALUES, track_classes
+
 MAX_ITEMS = 50_000
 MAX_REASONS_PER_FILE = 5
 
@@ -35,10 +38,30 @@ def roi_size(path: Path) -> tuple[int, int]:
         return int(page.imagelength), int(page.imagewidth)  # type: ignore[union-attr]
 
 
-def check_tissue_file(case_id: str, path: Path, public_dir: Path) -> list[str]:
-    """Reasons why ``path`` is not a valid tissue map for test case ``case_id``."""
-    expected = roi_size(public_dir / "test" / "images" / f"{case_id}.tif")
-    image, problem = read_submitted_image(path, suffixes=MAP_SUFFIXES, expected_shape=expected)
+def _map_suffixes(context: CheckContext) -> tuple[str, ...]:
+    """The file name endings the tissue map column declares (``submission.columns[0].file``).
+
+    Raises:
+        SpecError: the task declares no file rule for its map column.
+    """
+    submission = context.task.submission
+    rule = submission.columns[0].file if submission is not None else None
+    if rule is None:
+        msg = f"{context.task.id}: the map column declares no file rule (submission.columns)"
+        raise SpecError(msg)
+    return tuple(rule.suffixes)
+
+
+def check_tissue_case(case: SubmissionCase, context: CheckContext) -> list[str]:
+    """Reasons why the case's file is not a valid tissue map of its test ROI (empty: valid).
+
+    The map must be a 2-D single-channel integer image of the ROI's height x width whose every
+    value is one of 0-5 (background and the five tissue classes).
+    """
+    (path,) = case.paths.values()
+    suffixes = _map_suffixes(context)
+    expected = roi_size(context.public / "test" / "images" / f"{case.case_id}.tif")
+    image, problem = read_submitted_image(path, suffixes=suffixes, expected_shape=expected)
     if image is None:
         return [str(problem)]
     array = image.array
@@ -58,6 +81,16 @@ def check_tissue_file(case_id: str, path: Path, public_dir: Path) -> list[str]:
     if value_problem:
         return [f"{path.name}: {value_problem}"]
     return []
+
+
+def check_nuclei_case(case: SubmissionCase, context: CheckContext) -> list[str]:
+    """Reasons why the case's file is not a valid nuclei JSON of the task's track (empty: valid).
+
+    The rules are those of :func:`read_nuclei_file` with the class names of ``params.track``.
+    """
+    (path,) = case.paths.values()
+    _, reasons = read_nuclei_file(path, track_classes(context.params))
+    return reasons
 
 
 @dataclass(frozen=True)
