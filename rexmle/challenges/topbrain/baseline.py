@@ -14,8 +14,6 @@ import numpy as np
 from scipy import ndimage
 
 from rexmle.io import read_image, write_image
-from rexmle.tasks.csvfile import read_id_column
-from rexmle.tasks.files import write_csv
 from rexmle.tasks.jobs import BaselineJob
 
 from .labels import TRACKS
@@ -61,7 +59,6 @@ def solve(job: BaselineJob) -> None:
     public_dir, submission_dir = job.public, job.submission
     modality = job.params["scan"]
     track = TRACKS[modality]
-    columns = job.task.submission.required_columns if job.task.submission else ()
     label_paths = sorted((public_dir / "train" / "labels").glob(f"topcow_{modality}_*.nii.gz"))
     images, label_maps = [], []
     for path in label_paths:
@@ -75,7 +72,7 @@ def solve(job: BaselineJob) -> None:
     ]
     threshold = float(THRESHOLDS[int(np.argmax(scores))])
     atlas = fit_atlas(label_maps, track.n_labels)
-    test_ids = read_id_column(public_dir / "sample_submission.csv", columns[0])
+    test_ids = job.test_ids()
     rows = []
     for pid in test_ids:
         image = read_image(public_dir / "test" / "images" / image_name(modality, pid))
@@ -86,4 +83,4 @@ def solve(job: BaselineJob) -> None:
         relative = prediction_name(modality, pid)
         write_image(submission_dir / relative, labels, like=image.geometry)
         rows.append((pid, relative))
-    write_csv(submission_dir / "submission.csv", columns, rows)
+    job.write_submission_csv(rows)

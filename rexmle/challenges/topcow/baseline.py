@@ -28,8 +28,6 @@ from scipy.spatial import cKDTree
 from skimage.filters import threshold_otsu
 
 from rexmle.io import Geometry, read_image, write_image
-from rexmle.tasks.csvfile import read_id_column
-from rexmle.tasks.files import write_csv
 from rexmle.tasks.jobs import BaselineJob
 
 from .prepare import prediction_name, write_json
@@ -44,15 +42,6 @@ MAX_TRAIN_VOXELS = 400_000
 GRID_POINTS = (20, 20, 12)
 GRID_FRACTION = 0.6
 """Half-width of the Task-3 sampling grid as a fraction of the training images' half-extent."""
-
-
-def _columns(job: BaselineJob) -> tuple[str, ...]:
-    """The declared submission columns, id column first."""
-    return job.task.submission.required_columns if job.task.submission else ()
-
-
-def _test_ids(job: BaselineJob) -> list[str]:
-    return read_id_column(job.public / "sample_submission.csv", _columns(job)[0])
 
 
 def _train_stems(public_dir: Path) -> list[str]:
@@ -111,7 +100,7 @@ def solve_segmentation(job: BaselineJob) -> None:
     tree = cKDTree(np.concatenate(points))
     known = np.concatenate(values)
     rows = []
-    for case_id in _test_ids(job):
+    for case_id in job.test_ids():
         path = public_dir / "test" / "images" / f"topcow_{modality}_{case_id}_0000.nii.gz"
         image, geometry = _image(path)
         spacing = np.asarray(geometry.spacing_mm[:3])
@@ -130,7 +119,7 @@ def solve_segmentation(job: BaselineJob) -> None:
         relative = prediction_name(modality, case_id, "_0000.nii.gz")
         write_image(submission_dir / relative, prediction, like=geometry)
         rows.append((case_id, relative))
-    write_csv(submission_dir / "submission.csv", _columns(job), rows)
+    job.write_submission_csv(rows)
 
 
 def solve_box(job: BaselineJob) -> None:
@@ -146,7 +135,7 @@ def solve_box(job: BaselineJob) -> None:
         sizes.append(np.asarray(box.size) * spacing)
     mean_offset, mean_size = np.mean(offsets, axis=0), np.mean(sizes, axis=0)
     rows = []
-    for case_id in _test_ids(job):
+    for case_id in job.test_ids():
         path = public_dir / "test" / "images" / f"topcow_{modality}_{case_id}_0000.nii.gz"
         image, geometry = _image(path)
         spacing = np.asarray(geometry.spacing_mm[:3])
@@ -160,7 +149,7 @@ def solve_box(job: BaselineJob) -> None:
         relative = prediction_name(modality, case_id, "_bbox.json")
         write_json(submission_dir / relative, box.to_json())
         rows.append((case_id, relative))
-    write_csv(submission_dir / "submission.csv", _columns(job), rows)
+    job.write_submission_csv(rows)
 
 
 def _vessel_features(path: Path, half_extent_mm: np.ndarray) -> np.ndarray:
@@ -195,11 +184,11 @@ def solve_edges(job: BaselineJob) -> None:
         for s in stems
     ]
     rows = []
-    for case_id in _test_ids(job):
+    for case_id in job.test_ids():
         path = public_dir / "test" / "images" / f"topcow_{modality}_{case_id}_0000.nii.gz"
         features = _vessel_features(path, half_extent)
         nearest = int(np.argmin(np.linalg.norm(train_features - features, axis=1)))
         relative = prediction_name(modality, case_id, "_edges.json")
         write_json(submission_dir / relative, train_edges[nearest])
         rows.append((case_id, relative))
-    write_csv(submission_dir / "submission.csv", _columns(job), rows)
+    job.write_submission_csv(rows)
