@@ -18,8 +18,9 @@ import numpy as np
 import numpy.typing as npt
 from PIL import Image
 
-from rexmle.challenges.dentex.prepare import DISEASE_JSON, SUBMISSION_COLUMNS
-from rexmle.tasks.files import write_csv
+from rexmle.tasks.jobs import BaselineJob
+
+from .prepare import DISEASE_JSON
 
 Tooth = tuple[int, int]
 
@@ -117,8 +118,9 @@ def predict(model: dict[str, object], pixels: npt.NDArray[np.float64]) -> list[d
     return detections
 
 
-def solve(public_dir: Path, submission_dir: Path, *, seed: int = 0) -> None:
-    """Fit on ``public_dir/train`` and write one prediction JSON per test image."""
+def solve(job: BaselineJob) -> None:
+    """Fit on ``public/train`` and write one prediction JSON per test image."""
+    public_dir, submission_dir = job.public, job.submission
     model = fit(public_dir)
     rows = []
     for path in sorted((public_dir / "test" / "images").glob("*.png")):
@@ -127,4 +129,4 @@ def solve(public_dir: Path, submission_dir: Path, *, seed: int = 0) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(json.dumps(predict(model, _pixels(path))) + "\n", encoding="utf-8")
         rows.append((path.stem, relative))
-    write_csv(submission_dir / "submission.csv", SUBMISSION_COLUMNS, rows)
+    job.write_submission_csv(rows)

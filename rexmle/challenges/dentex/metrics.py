@@ -5,13 +5,16 @@ For each level k (1 quadrant, 2 enumeration, 3 diagnosis) the reference boxes of
 and COCO's bounding-box evaluation with default parameters runs over all test images at once
 (images in COCO id order, each image's detections in their submitted order). ``ap_<level>``,
 ``ap50_<level>``, ``ap75_<level>`` and ``ar_<level>`` are ``stats[0]``, ``[1]``, ``[2]`` and
-``[8]``; the ``*_mean`` keys average the three levels.
+``[8]``; the ``*_mean`` keys average the three levels. COCO is dataset-level: each case row
+carries its image's boxes in ``detail``, and the YAML declares every key a ``dataset`` metric of
+:func:`aggregate`.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +22,11 @@ import numpy as np
 
 from rexmle.errors import HarnessError
 from rexmle.metrics.detection import ScoredBoxes, TruthBoxes, coco_box_stats
+from rexmle.tasks.jobs import ScoreJob
+from rexmle.tasks.rows import CaseRow
+from rexmle.tasks.spec import TaskSpec
+
+from .prepare import GT_FILE
 
 LEVELS: tuple[tuple[str, str], ...] = (
     ("quadrant", "category_id_1"),
@@ -26,9 +34,15 @@ LEVELS: tuple[tuple[str, str], ...] = (
     ("diagnosis", "category_id_3"),
 )
 STATS: tuple[tuple[str, int], ...] = (("ap", 0), ("ap50", 1), ("ap75", 2), ("ar", 8))
-KEYS: tuple[str, ...] = tuple(
-    f"{stat}_{level}" for level in ("mean", *(name for name, _ in LEVELS)) for stat, _ in STATS
-)
+"""(statistic name, index in COCO's ``stats``): the key of a value is ``<stat>_<level>``."""
+
+
+@dataclass(frozen=True)
+class ImageBoxes:
+    """One test image's reference annotations and submitted detections (a row's ``detail``)."""
+
+    truth: list[dict[str, Any]]
+    detections: list[dict[str, Any]]
 
 
 def load_truth(gt_path: Path) -> tuple[list[str], list[dict[str, Any]], list[list[dict[str, Any]]]]:
@@ -82,7 +96,8 @@ def dentex_scores(
         detections: per image, aligned with ``truth``, the detections in submitted order.
 
     Returns:
-        Every key of `KEYS`.
+        ``<stat>_<level>`` for every statistic of `STATS` and level of `LEVELS`, ``*_mean``
+        first.
 
     Raises:
         HarnessError: the lengths differ, or COCO leaves a statistic undefined (-1) because a
@@ -91,8 +106,9 @@ def dentex_scores(
     if len(truth) != len(detections):
         msg = f"{len(truth)} reference images but {len(detections)} detection lists"
         raise HarnessError(msg)
+    keys = [f"{stat}_{level}" for level in ("mean", *(n for n, _ in LEVELS)) for stat, _ in STATS]
     if not any(detections):
-        return dict.fromkeys(KEYS, 0.0)
+        return dict.fromkeys(keys, 0.0)
     values: dict[str, float] = {}
     for level, key in LEVELS:
         stats = coco_box_stats(
@@ -110,16 +126,34 @@ def dentex_scores(
             values[f"{stat}_{level}"] = value
     for stat, _ in STATS:
         values[f"{stat}_mean"] = float(np.mean([values[f"{stat}_{level}"] for level, _ in LEVELS]))
-    return {key: values[key] for key in KEYS}
+    return {key: values[key] for key in keys}
 
 
-def per_image_counts(
-    ids: Sequence[str],
-    truth: Sequence[list[dict[str, Any]]],
-    detections: Mapping[str, list[dict[str, Any]]],
-) -> list[dict[str, object]]:
-    """One row per image for the grade report: GT box and detection counts (COCO is dataset-level)."""
-    return [
-        {"case_id": case_id, "n_truth": len(boxes), "n_detections": len(detections[case_id])}
-        for case_id, boxes in zip(ids, truth, strict=True)
-    ]
+def score_dataset(job: ScoreJob) -> list[CaseRow]:
+    """One row per test image in COCO id order: GT box and detection counts, boxes as detail.
+
+    Raises:
+        HarnessError: the images of ``private/gt_coco.json`` are not the submission's test ids.
+    """
+    ids, _, truth = load_truth(job.private / GT_FILE)
+    if sorted(ids) != job.submission.ids():
+        msg = f"dentex: {GT_FILE} images differ from the submission's test ids"
+        raise HarnessError(msg)
+    rows = []
+    for case_id, image_truth in zip(ids, truth, strict=True):
+        (path,) = job.submission.cases[case_id].paths.values()
+        detections = json.loads(path.read_text(encoding="utf-8-sig"))
+        rows.append(
+            CaseRow(
+                case_id=case_id,
+                values={"n_truth": len(image_truth), "n_detections": len(detections)},
+                detail=ImageBoxes(truth=image_truth, detections=detections),
+            )
+        )
+    return rows
+
+
+def aggregate(rows: list[CaseRow], task: TaskSpec) -> dict[str, float]:
+    """The 16 COCO values of :func:`dentex_scores` over every row's image at once."""
+    boxes = [row.detail for row in rows]
+    return dentex_scores([b.truth for b in boxes], [b.detections for b in boxes])

@@ -12,7 +12,7 @@ from typing import Any
 
 from rexmle.errors import DataError
 from rexmle.split import Split
-from rexmle.tasks.files import write_csv
+from rexmle.tasks.jobs import PrepareJob
 
 log = logging.getLogger(__name__)
 
@@ -25,14 +25,7 @@ EXPECTED_CATEGORY_IDS: dict[str, set[int]] = {
     "categories_2": set(range(8)),
     "categories_3": set(range(4)),
 }
-SUBMISSION_COLUMNS = ("image_id", "predictions_json")
 GT_FILE = "gt_coco.json"
-SPLIT_SEED = 42
-TRAIN_FRACTION = 0.8
-SPLIT_RULE = (
-    "image ids in JSON file order; random.Random(42).shuffle; first int(0.8 n) train, rest test; "
-    "public id = file stem"
-)
 
 
 def _is_int(value: object) -> bool:
@@ -121,11 +114,14 @@ def check_source(document: dict[str, Any], xrays: Path) -> dict[int, dict[str, A
     return images
 
 
-def split_ids(image_ids: list[int], *, seed: int = SPLIT_SEED) -> tuple[list[int], list[int]]:
-    """The reference split: shuffle the file-order ids with ``random.Random(seed)``; 80 % train."""
+def split_ids(
+    image_ids: list[int], *, seed: int, test_fraction: float
+) -> tuple[list[int], list[int]]:
+    """The reference split: shuffle the file-order ids with ``random.Random(seed)``; the first
+    ``int((1 - test_fraction) n)`` are train, the rest test."""
     ids = list(image_ids)
     random.Random(seed).shuffle(ids)
-    n_train = int(TRAIN_FRACTION * len(ids))
+    n_train = int((1.0 - test_fraction) * len(ids))
     return ids[:n_train], ids[n_train:]
 
 
@@ -157,11 +153,23 @@ def detection_of(annotation: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def prepare(raw_dir: Path, public_dir: Path, private_dir: Path, *, seed: int = SPLIT_SEED) -> Split:
-    """Copy raw files into the public/private layout; write gold, gt_coco.json and the sample."""
-    document, xrays = load_source(raw_dir)
+def prepare(job: PrepareJob) -> Split:
+    """Copy raw files into the public/private layout; write gold, gt_coco.json and the sample.
+
+    Raises:
+        DataError: the raw data breaks a rule of the spec.
+        ValueError: the YAML's split declares no seed or no test fraction.
+    """
+    document, xrays = load_source(job.raw)
     images = check_source(document, xrays)
-    train_ids, test_ids = split_ids(list(images), seed=seed)
+    declared = job.task.split
+    if declared.seed is None or declared.test_fraction is None:
+        msg = f"{job.task.id}: the split needs a seed and a test_fraction"
+        raise ValueError(msg)
+    train_ids, test_ids = split_ids(
+        list(images), seed=declared.seed, test_fraction=declared.test_fraction
+    )
+    public_dir, private_dir, gold_dir = job.public, job.private, job.gold
     by_image: dict[int, list[dict[str, Any]]] = {i: [] for i in images}
     for annotation in document["annotations"]:
         by_image[annotation["image_id"]].append(annotation)
@@ -204,7 +212,6 @@ def prepare(raw_dir: Path, public_dir: Path, private_dir: Path, *, seed: int = S
         )
     (private_dir / GT_FILE).write_text(json.dumps(gt), encoding="utf-8")
 
-    gold_dir = private_dir / "gold"
     rows = []
     for image_id in sorted(test_ids, key=stem):
         name = str(images[image_id]["file_name"])
@@ -214,12 +221,11 @@ def prepare(raw_dir: Path, public_dir: Path, private_dir: Path, *, seed: int = S
         write_json(gold_dir / relative, detections)
         write_json(public_dir / relative, [])
         rows.append((stem(image_id), relative))
-    write_csv(public_dir / "sample_submission.csv", SUBMISSION_COLUMNS, rows)
-    write_csv(gold_dir / "submission.csv", SUBMISSION_COLUMNS, rows)
+    job.write_answer_csvs(gold_rows=rows, sample_rows=rows)
     return Split(
         train=[stem(i) for i in train_ids],
         test=[stem(i) for i in test_ids],
-        rule=SPLIT_RULE,
+        rule=declared.rule,
         source={
             "dataset": "DENTEX 2023 training_data.zip, quadrant-enumeration-disease",
             "zenodo_record": "7812323",

@@ -14,7 +14,10 @@ import math
 from pathlib import Path
 from typing import Any
 
-from rexmle.challenges.dentex.prepare import CATEGORY_LISTS, DISEASE_JSON, LEVEL_KEYS
+from rexmle.tasks.jobs import CheckContext
+from rexmle.tasks.submission import SubmissionCase
+
+from .prepare import CATEGORY_LISTS, DISEASE_JSON, LEVEL_KEYS
 
 MAX_DETECTIONS_PER_IMAGE = 10_000
 REQUIRED_KEYS = ("bbox", *LEVEL_KEYS, "score")
@@ -108,6 +111,17 @@ def check_detection(
             f"{where}: image_id {detection['image_id']!r} differs from the row's id {case_id!r}"
         )
     return reasons
+
+
+def test_ids(context: CheckContext) -> list[str]:
+    """The ids to submit: stems of ``public/test/images/*.png``, sorted."""
+    return sorted(p.stem for p in (context.public / "test" / "images").glob("*.png"))
+
+
+def check_case(case: SubmissionCase, context: CheckContext) -> list[str]:
+    """Reasons why the case's file is not a valid prediction file for its test image."""
+    (path,) = case.paths.values()
+    return check_prediction_file(case.case_id, path, context.public)
 
 
 def check_prediction_file(case_id: str, path: Path, public_dir: Path) -> list[str]:
