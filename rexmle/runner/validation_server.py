@@ -15,9 +15,11 @@ Bounded memory: an upload is streamed to a file on disk (never held in memory; C
 most ``max_upload_bytes``). Each check (unpack + validate) runs in a child process of its own,
 :mod:`rexmle.runner.validation_check`, under an address-space limit (``memory_bytes``) and killed
 with the server's process, so a hostile upload can exhaust only that child: its failure is
-answered 500 and the server goes on. Archive members must be regular files or folders, with
-relative names without NUL bytes, at most MAX_MEMBER_DEPTH folders deep and MAX_MEMBER_NAME_BYTES
-long (400 with the reason otherwise).
+answered 500 and the server goes on. The upload is unpacked by the one safe unpacker
+(:func:`rexmle.sources.extract.safe_extract`) under the path rules of :mod:`rexmle.tasks.paths`:
+members must be regular files or folders, with relative names without NUL bytes or backslashes,
+at most MAX_MEMBER_DEPTH folders deep and MAX_MEMBER_NAME_BYTES long (400 with the reason
+otherwise).
 - ``POST /validate`` with ``multipart/form-data`` (ML-Master's protocol): the CSV as part
   ``file`` (+ the files it names as parts ``files``); answered as above plus ``is_valid`` and
   ``result`` (:meth:`ValidationServer.check_multipart`).
@@ -25,26 +27,22 @@ long (400 with the reason otherwise).
 
 from __future__ import annotations
 
-import io
 import json
-import lzma
-import shutil
 import socketserver
 import subprocess
 import sys
-import tarfile
 import tempfile
 import threading
 import time
-import typing
-import zipfile
-import zlib
 from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from types import TracebackType
 
 from rexmle.runner.limits import DEFAULT_VALIDATION_MEMORY_BYTES, limited_argv
+from rexmle.sources.errors import ArchiveTooLarge, DamagedArchiveError, UnsafeArchiveError
+from rexmle.sources.extract import ArchiveLimits, archive_format, safe_extract
+from rexmle.tasks.paths import PathRules
 
 MAX_MEMBERS = 10_000
 """Most files and folders an uploaded archive may hold."""
@@ -73,132 +71,50 @@ class UploadTooLarge(UploadError):
     """The archive unpacks to more than the limit (answered with 413)."""
 
 
-def _member_path(name: str) -> PurePosixPath:
-    shown = repr(name) if len(name) <= 200 else f"{name[:200]!r}... ({len(name)} characters)"
-    if "\x00" in name:
-        msg = f"archive member {shown} has a NUL byte in its name"
-        raise UploadError(msg)
-    path = PurePosixPath(name)
-    if path.is_absolute() or ".." in path.parts or "\\" in name:
-        msg = f"archive member {shown} would be written outside the submission folder"
-        raise UploadError(msg)
-    if len(path.parts) > MAX_MEMBER_DEPTH + 1:
-        msg = f"archive member {shown} is {len(path.parts) - 1} folders deep (at most {MAX_MEMBER_DEPTH})"
-        raise UploadError(msg)
-    encoded = name.encode("utf-8", errors="surrogateescape")
-    longest = max(
-        (len(part.encode("utf-8", errors="surrogateescape")) for part in path.parts), default=0
-    )
-    if len(encoded) > MAX_MEMBER_NAME_BYTES or longest > 255:
-        msg = (
-            f"archive member {shown} has a name of {len(encoded)} bytes or a part over 255 bytes "
-            f"(at most {MAX_MEMBER_NAME_BYTES} in all)"
-        )
-        raise UploadError(msg)
-    return path
+UPLOAD_PATHS = PathRules(max_depth=MAX_MEMBER_DEPTH, max_bytes=MAX_MEMBER_NAME_BYTES)
+"""Member names of an upload: no backslash, at most MAX_MEMBER_DEPTH folders deep."""
 
 
 def unpack_submission(payload: bytes | Path, target: Path, *, max_unpacked_bytes: int) -> Path:
     """Unpack a tar/tar.gz/zip of a submission folder into ``target``; return the folder.
 
-    ``payload`` is the archive's bytes or the file holding them (read as a stream).
-
-    Only regular files and folders are accepted (no links, devices, absolute paths or ``..``).
-    When the archive holds one top folder with ``submission.csv`` inside and none at the root,
-    that folder is the submission.
+    ``payload`` is the archive's bytes or the file holding them (read as a stream). The archive
+    goes through the one safe unpacker (:func:`rexmle.sources.extract.safe_extract`) with the
+    upload's limits: regular files and folders only (no links, devices, absolute paths or
+    ``..``), names per ``UPLOAD_PATHS``, at most ``MAX_MEMBERS`` members and
+    ``max_unpacked_bytes`` bytes. When the archive holds one top folder with ``submission.csv``
+    inside and none at the root, that folder is the submission.
 
     Raises:
-        UploadError: not a tar or zip archive, or a member that is not allowed.
+        UploadError: not a tar or zip archive, a damaged one, or a member that is not allowed.
         UploadTooLarge: the members add up to more than ``max_unpacked_bytes``.
     """
-    if isinstance(payload, Path):
-        with open(payload, "rb") as stream:
-            return _unpack(stream, target, max_unpacked_bytes=max_unpacked_bytes)
-    return _unpack(io.BytesIO(payload), target, max_unpacked_bytes=max_unpacked_bytes)
-
-
-def _unpack(buffer: typing.BinaryIO, target: Path, *, max_unpacked_bytes: int) -> Path:
-    if zipfile.is_zipfile(buffer):
-        buffer.seek(0)
-        with zipfile.ZipFile(buffer) as archive:
-            infos = archive.infolist()
-            if len(infos) > MAX_MEMBERS:
-                msg = f"the archive holds {len(infos)} members, more than {MAX_MEMBERS}"
-                raise UploadError(msg)
-            total = sum(info.file_size for info in infos)
-            if total > max_unpacked_bytes:
-                msg = f"archive unpacks to {total} bytes, over the limit of {max_unpacked_bytes}"
-                raise UploadTooLarge(msg)
-            for info in infos:
-                relative = _member_path(info.filename)
-                mode = (info.external_attr >> 16) & 0o170000
-                if mode not in (0, 0o100000, 0o040000):
-                    msg = f"archive member {info.filename!r} is not a regular file or folder"
-                    raise UploadError(msg)
-                destination = target / relative
-                try:
-                    if info.is_dir():
-                        destination.mkdir(parents=True, exist_ok=True)
-                        continue
-                    destination.parent.mkdir(parents=True, exist_ok=True)
-                    with archive.open(info) as source, open(destination, "wb") as sink:
-                        shutil.copyfileobj(source, sink)
-                except (OSError, ValueError, zipfile.BadZipFile, zlib.error) as err:
-                    msg = f"archive member {info.filename!r} cannot be unpacked: {err}"
-                    raise UploadError(msg) from err
-    else:
-        buffer.seek(0)
-        try:
-            archive_tar = tarfile.open(fileobj=buffer, mode="r:*")  # noqa: SIM115 - closed below
-        except tarfile.TarError as err:
+    limits = ArchiveLimits(
+        paths=UPLOAD_PATHS,
+        allow_links=False,
+        max_members=MAX_MEMBERS,
+        max_unpacked_bytes=max_unpacked_bytes,
+        folder="submission folder",
+    )
+    with tempfile.TemporaryDirectory(prefix="rexmle-upload-", dir=target.parent) as scratch:
+        archive = payload
+        if not isinstance(payload, Path):
+            archive = Path(scratch) / "upload"
+            archive.write_bytes(payload)
+        if not isinstance(archive, Path) or archive_format(archive) is None:
             msg = "the upload is neither a zip nor a tar (optionally gzip) archive"
-            raise UploadError(msg) from err
-        with archive_tar as archive:
-            total = 0
-            try:
-                # members are read one by one, so a compressed bomb stops at the size limit
-                for count, member in enumerate(archive, start=1):
-                    if count > MAX_MEMBERS:
-                        msg = f"the archive holds more than {MAX_MEMBERS} members"
-                        raise UploadError(msg)
-                    total += member.size if member.isfile() else 0
-                    if total > max_unpacked_bytes:
-                        msg = f"archive unpacks to over {max_unpacked_bytes} bytes (the limit)"
-                        raise UploadTooLarge(msg)
-                    _extract_tar_member(archive, member, target)
-            except (tarfile.TarError, EOFError, zlib.error, lzma.LZMAError, OSError) as err:
-                msg = f"the tar archive is damaged: {err}"
-                raise UploadError(msg) from err
+            raise UploadError(msg)
+        try:
+            safe_extract(archive, target, limits=limits, label="the archive")
+        except ArchiveTooLarge as err:
+            raise UploadTooLarge(str(err)) from err
+        except (UnsafeArchiveError, DamagedArchiveError) as err:
+            raise UploadError(str(err)) from err
     if not (target / "submission.csv").exists():
         entries = [p for p in target.iterdir()]
         if len(entries) == 1 and (entries[0] / "submission.csv").is_file():
             return entries[0]
     return target
-
-
-def _extract_tar_member(archive: tarfile.TarFile, member: tarfile.TarInfo, target: Path) -> None:
-    relative = _member_path(member.name)
-    if relative == PurePosixPath("."):
-        return
-    destination = target / relative
-    try:
-        if member.isdir():
-            destination.mkdir(parents=True, exist_ok=True)
-            return
-        if not member.isfile():
-            msg = f"archive member {member.name!r} is not a regular file or folder"
-            raise UploadError(msg)
-        destination.parent.mkdir(parents=True, exist_ok=True)
-        source = archive.extractfile(member)
-        if source is None:
-            msg = f"archive member {member.name!r} cannot be read"
-            raise UploadError(msg)
-        with source, open(destination, "wb") as sink:
-            shutil.copyfileobj(source, sink)
-    except (OSError, ValueError) as err:  # e.g. a file and a folder of the same name
-        reason = err.strerror if isinstance(err, OSError) and err.strerror else err
-        msg = f"archive member {member.name!r} cannot be unpacked: {reason}"
-        raise UploadError(msg) from err
 
 
 class RateLimiter:

@@ -33,3 +33,11 @@ class DiskSpaceError(DownloadError):
 
 class UnsafeArchiveError(DownloadError):
     """An archive member would land outside the extraction folder, or is a device file."""
+
+
+class ArchiveTooLarge(UnsafeArchiveError):
+    """An archive unpacks to more bytes than its caller allows."""
+
+
+class DamagedArchiveError(DownloadError):
+    """An archive cannot be read to its end, or one of its members cannot be written."""

@@ -120,6 +120,8 @@ def test_extraction_merges_into_an_existing_folder(tmp_path):
         ("/abs/evil.txt", "absolute"),
         ("..\\evil.txt", "'..'"),
         ("C:/evil.txt", "absolute"),
+        # Linux allows 255 bytes per component; the old unpacker hit an OSError half-way
+        ("d/" + "x" * 300 + ".txt", "part over 255 bytes"),
     ],
 )
 def test_zip_with_escaping_member_is_refused_and_nothing_is_written(tmp_path, name, reason):
@@ -268,3 +270,60 @@ def test_member_and_link_checks_by_hand():
     # hard link targets are relative to the archive root: a/h -> ../c is outside
     assert link_target_problem("a/h", "../c", hard=True) is not None
     assert link_target_problem("a/h", "a/c", hard=True) is None
+
+
+def test_an_over_long_tar_member_is_refused_before_anything_is_written(tmp_path):
+    tar = tmp_path / "long.tar.gz"
+    with tarfile.open(tar, "w:gz", format=tarfile.PAX_FORMAT) as tf:
+        info = tarfile.TarInfo("d/" + "x" * 300 + ".txt")
+        info.size = 1
+        tf.addfile(info, io.BytesIO(b"x"))
+    work = tmp_path / "work"
+    work.mkdir()
+    with pytest.raises(UnsafeArchiveError, match="part over 255 bytes"):
+        safe_extract(tar, work / "raw")
+    assert _tree(work) == set()
+
+
+def test_a_truncated_archive_is_a_damaged_archive_error_and_the_target_unchanged(tmp_path):
+    from rexmle.sources.errors import DamagedArchiveError
+
+    archive = _tar(
+        tmp_path / "whole.tar.gz", [(_file(f"f{i}.bin"), bytes(range(256)) * 400) for i in range(4)]
+    )
+    cut = tmp_path / "cut.tar.gz"
+    cut.write_bytes(archive.read_bytes()[: archive.stat().st_size // 2])
+    target = tmp_path / "raw"
+    target.mkdir()
+    (target / "old.txt").write_text("old")
+    with pytest.raises(DamagedArchiveError, match=r"cut\.tar\.gz"):
+        safe_extract(cut, target)
+    assert _tree(target) == {"old.txt"}
+
+
+def test_a_caller_s_limits_on_members_bytes_depth_and_links(tmp_path):
+    from rexmle.sources.errors import ArchiveTooLarge
+    from rexmle.sources.extract import ArchiveLimits
+    from rexmle.tasks.paths import PathRules
+
+    archive = _tar(
+        tmp_path / "a.tar.gz",
+        [
+            (_file("a/b/c/deep.txt"), b"12345"),
+            (_file("two.txt"), b"678"),
+            (_link("alias", "two.txt", tarfile.SYMTYPE), None),
+        ],
+    )
+    cases = [
+        (ArchiveLimits(max_members=2), UnsafeArchiveError, "more than 2 members"),
+        # 5 + 3 = 8 bytes of regular files
+        (ArchiveLimits(max_unpacked_bytes=7), ArchiveTooLarge, "over 7 bytes"),
+        (ArchiveLimits(paths=PathRules(max_depth=2)), UnsafeArchiveError, "3 folders deep"),
+        (ArchiveLimits(allow_links=False), UnsafeArchiveError, "'alias': not a regular file"),
+    ]
+    for limits, error, said in cases:
+        with pytest.raises(error, match=said):
+            safe_extract(archive, tmp_path / "raw", limits=limits)
+        assert not (tmp_path / "raw").exists()
+    result = safe_extract(archive, tmp_path / "raw", limits=ArchiveLimits(max_unpacked_bytes=8))
+    assert (result.member_count, result.uncompressed_bytes) == (3, 8)
