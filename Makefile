@@ -30,6 +30,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check rexmle tests bench
 	$(BIN)/ruff check rexmle tests bench
 	$(BIN)/lint-imports --no-cache
+	$(BIN)/mypy
 
 format: $(STAMP)
 	$(BIN)/ruff format rexmle tests bench

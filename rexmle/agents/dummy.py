@@ -17,7 +17,7 @@ SAMPLE_CSV = "sample_submission.csv"
 SUBMISSION_CSV = "submission.csv"
 
 
-def _relative_file(public_dir: Path, cell: str) -> Path | None:
+def _relative_file(public_dir: Path, cell: str) -> PurePosixPath | None:
     """``cell`` as a relative path to a file inside ``public_dir``, else None."""
     if not cell or "\\" in cell:
         return None

@@ -345,7 +345,7 @@ def grade_submission(
     else:
         rows = score_rows(task, job)
         metrics = aggregate_metrics(task, rows)
-        cases = [row.as_json() for row in rows]
+        cases = [row.as_json() for row in rows]  # type: ignore[misc]  # (transition) legacy type
     return GradeReport(
         task=task_id,
         valid=True,

@@ -108,7 +108,7 @@ def _unit_geometry(shape: tuple[int, ...], *, channels: int, dtype: str) -> Geom
 def _nifti_geometry(img: object) -> Geometry:
     header = img.header  # type: ignore[attr-defined]
     shape = tuple(int(s) for s in img.shape)  # type: ignore[attr-defined]
-    affine = np.asarray(img.affine, dtype=float)  # type: ignore[attr-defined]
+    affine = np.asarray(img.affine, dtype=np.float64)  # type: ignore[attr-defined]
     ndim = len(shape)
     zooms = tuple(float(z) for z in header.get_zooms()[:ndim])
     if ndim >= 3:
@@ -234,7 +234,7 @@ def _pillow_geometry(pil: PILImageType) -> Geometry:
     from PIL import ImageMode
 
     mode = ImageMode.getmode(pil.mode)  # what numpy.asarray(pil) gives: bands and type
-    shape = (int(pil.height), int(pil.width))
+    shape: tuple[int, ...] = (int(pil.height), int(pil.width))
     if len(mode.bands) != 1:
         shape = (*shape, len(mode.bands))
     return _geometry_2d(shape, str(np.dtype(mode.typestr)))
@@ -289,7 +289,7 @@ def _read_nifti(path: Path) -> Image:
     import nibabel as nib
 
     img = nib.load(str(path))
-    array = np.asanyarray(img.dataobj)
+    array = np.asanyarray(img.dataobj)  # type: ignore[attr-defined]
     return Image(array=array, geometry=_nifti_geometry(img))
 
 
@@ -300,11 +300,12 @@ def _drop_trailing_singletons(image: Image) -> Image:
         ndim -= 1
     if ndim == array.ndim:
         return image
-    array = array.reshape(array.shape[:ndim])
+    shape = tuple(int(n) for n in array.shape[:ndim])
+    array = array.reshape(shape)
     return Image(
         array=array,
         geometry=Geometry(
-            shape=tuple(int(n) for n in array.shape),
+            shape=shape,
             spacing_mm=geometry.spacing_mm[:ndim],
             origin_mm=geometry.origin_mm[:ndim],
             direction=geometry.direction,

@@ -27,7 +27,8 @@ ALLOWED_ROUTES = tuple(
 
 def usable_models(config: LlmConfig, environ: dict[str, str]) -> tuple[list[str], list[str]]:
     """(aliases whose provider key is set or not needed, aliases skipped for a missing key)."""
-    usable, skipped = [], []
+    usable: list[str] = []
+    skipped: list[str] = []
     for alias, model in config.aliases().items():
         key_env = config.providers[model.provider].key_env
         (usable if key_env is None or environ.get(key_env) else skipped).append(alias)

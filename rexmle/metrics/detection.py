@@ -305,9 +305,12 @@ def coco_box_stats(
 
     # ---- flat tables -------------------------------------------------------------------------
     g_img = np.concatenate(
-        [np.full(t.category_ids.size, i, dtype=np.int64) for i, t in enumerate(truth)] or [[]]
+        [np.full(t.category_ids.size, i, dtype=np.int64) for i, t in enumerate(truth)]
+        or [np.zeros(0, dtype=np.int64)]
     ).astype(np.int64)
-    g_cat_raw = np.concatenate([t.category_ids for t in truth] or [[]]).astype(np.int64)
+    g_cat_raw = np.concatenate(
+        [t.category_ids for t in truth] or [np.zeros(0, dtype=np.int64)]
+    ).astype(np.int64)
     categories = np.unique(g_cat_raw)
     if categories.size == 0:
         if no_truth == "raise":
@@ -322,11 +325,14 @@ def coco_box_stats(
     g_pos = np.arange(g_img.size)  # position = image order, then the image's own order
 
     d_img = np.concatenate(
-        [np.full(d.category_ids.size, i, dtype=np.int64) for i, d in enumerate(detections)] or [[]]
+        [np.full(d.category_ids.size, i, dtype=np.int64) for i, d in enumerate(detections)]
+        or [np.zeros(0, dtype=np.int64)]
     ).astype(np.int64)
-    d_cat_raw = np.concatenate([d.category_ids for d in detections] or [[]]).astype(np.int64)
+    d_cat_raw = np.concatenate(
+        [d.category_ids for d in detections] or [np.zeros(0, dtype=np.int64)]
+    ).astype(np.int64)
     d_box = np.concatenate([d.boxes_xywh for d in detections] or [np.zeros((0, 4))]).reshape(-1, 4)
-    d_score = np.concatenate([d.scores for d in detections] or [[]]).astype(np.float64)
+    d_score = np.concatenate([d.scores for d in detections] or [np.zeros(0)]).astype(np.float64)
     d_pos = np.arange(d_img.size)
     known = np.isin(d_cat_raw, categories)
     d_img, d_box, d_score, d_pos = d_img[known], d_box[known], d_score[known], d_pos[known]
@@ -413,7 +419,7 @@ def coco_box_stats(
             eligible = passes[None] & ~(taken & ~reusable)  # (A, T, B, G)
             cand_regular = eligible & regular
             has_regular = cand_regular.any(axis=-1)
-            cand = np.where(has_regular[..., None], cand_regular, eligible & ~regular)
+            cand = np.where(has_regular[..., None], cand_regular, eligible & ~regular)  # type: ignore[index]
             found = cand.any(axis=-1) & dvalid[None, None, :, d]
             value = np.where(cand, iou_d[None, None], -1.0)
             best = n_g - 1 - np.argmax(value[..., ::-1], axis=-1)  # last maximum

@@ -104,7 +104,7 @@ def connected_components(
         raise TypeError(msg)
     check_connectivity(mask.ndim, connectivity)
     # cc3d miscounts on strided views (e.g. a crop), so it always gets a C-contiguous array
-    labels, count = cc3d.connected_components(
+    labels, count = cc3d.connected_components(  # type: ignore[call-overload]  # checked above
         np.ascontiguousarray(mask), connectivity=connectivity, return_N=True, out_dtype=np.uint32
     )
     return labels, int(count)
@@ -139,7 +139,7 @@ def component_count(mask: npt.NDArray[np.bool_], *, connectivity: int) -> int:
 def _count_components(mask: np.ndarray, connectivity: int) -> int:
     """Component count with the smallest label dtype that cannot overflow."""
     out_dtype = np.uint16 if mask.size < np.iinfo(np.uint16).max else np.uint32
-    _, count = cc3d.connected_components(
+    _, count = cc3d.connected_components(  # type: ignore[call-overload]  # int connectivity
         np.ascontiguousarray(mask), connectivity=connectivity, return_N=True, out_dtype=out_dtype
     )
     return int(count)

@@ -143,11 +143,11 @@ def distinct_values(array: npt.NDArray[np.generic]) -> npt.NDArray[np.generic]:
     if array.dtype.kind == "b":
         return np.unique(array).astype(np.int64)
     if array.dtype.kind in "iu" and array.dtype.itemsize <= 2:
-        return _distinct_small_integers(array)
+        return _distinct_small_integers(array)  # type: ignore[arg-type]  # kind is i or u
     if array.dtype.kind in "iu" and array.size:
         low, high = int(array.min()), int(array.max())
         if low >= 0 and high <= PRESENCE_MAX_VALUE:
-            return _distinct_by_presence(array, high)
+            return _distinct_by_presence(array, high)  # type: ignore[arg-type]  # kind i or u
     return np.unique(array)
 
 

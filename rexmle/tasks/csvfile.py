@@ -85,10 +85,10 @@ def leading_zero_hints(unknown: list[str], missing: set[str]) -> dict[str, str]:
         by_stripped.setdefault(candidate.lstrip("0") or "0", candidate)
     hints = {}
     for given in unknown:
-        candidate = by_stripped.get(given.lstrip("0") or "0")
-        if candidate is not None and candidate != given:
+        match = by_stripped.get(given.lstrip("0") or "0")
+        if match is not None and match != given:
             hints[given] = (
-                f" (did leading zeros get lost? the test id {candidate!r} is missing; "
+                f" (did leading zeros get lost? the test id {match!r} is missing; "
                 f"ids are strings and must be written exactly)"
             )
     return hints

@@ -27,7 +27,7 @@ if __package__:
     from rexmle.agents.adapters import adapter_runtime as runtime
 else:  # run as a script inside the agent's environment
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    import adapter_runtime as runtime
+    import adapter_runtime as runtime  # type: ignore[no-redef]
 
 EXP_NAME = "exp"
 ALIAS_PREFIX = "gw/"

@@ -43,7 +43,7 @@ if __package__:
     from rexmle.agents.adapters import adapter_runtime as runtime
 else:  # run as a script inside the agent's environment
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    import adapter_runtime as runtime
+    import adapter_runtime as runtime  # type: ignore[no-redef]
 
 EXP_NAME = "rexmle"
 ALIAS_PREFIX = "gw/"
@@ -125,7 +125,8 @@ def _parse_single_file(body: bytes, content_type: str) -> bytes:
     )
     for part in message.walk():
         if part.get_param("name", header="content-disposition") == "file":
-            return part.get_payload(decode=True) or b""
+            payload = part.get_payload(decode=True)
+            return payload if isinstance(payload, bytes) else b""
     msg = "the upload has no 'file' part"
     raise ValueError(msg)
 

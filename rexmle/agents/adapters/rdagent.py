@@ -38,7 +38,7 @@ if __package__:
     from rexmle.agents.adapters import adapter_runtime as runtime
 else:  # run as a script inside the agent's environment
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    import adapter_runtime as runtime
+    import adapter_runtime as runtime  # type: ignore[no-redef]
 
 ALIAS_PREFIX = "openai/gw/"
 COLLECT_MARGIN_S = 120.0

@@ -61,7 +61,7 @@ def solve(job: BaselineJob) -> None:
     train_ids = sorted(
         p.name[: -len("_msk.nii.gz")] for p in (public_dir / "train").glob("*_msk.nii.gz")
     )
-    component_sizes = []
+    component_sizes: list[int] = []
     maps = [_score_map(public_dir, "train", i) for i in train_ids]
     truths = [
         np.asarray(read_image(public_dir / "train" / f"{i}_msk.nii.gz").array) == 1

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -83,7 +84,7 @@ def make_fixture(raw_dir: Path, *, seed: int = 0) -> None:
         dwi_dir = root / subject / "ses-0001" / "dwi"
         anat_dir = root / subject / "ses-0001" / "anat"
         mask_dir = root / "derivatives" / subject / "ses-0001"
-        grid = {"spacing_mm": DWI_SPACING, "origin_mm": dwi_origin}
+        grid: dict[str, Any] = {"spacing_mm": DWI_SPACING, "origin_mm": dwi_origin}
         write_image(dwi_dir / f"{key}_dwi.nii.gz", dwi.astype(np.int16), **grid)
         write_image(dwi_dir / f"{key}_adc.nii.gz", adc.astype(np.float32), **grid)
         write_image(

@@ -15,7 +15,7 @@ from rexmle.io import read_image
 from rexmle.metrics.lesions import lesion_count_difference, lesion_f1
 from rexmle.metrics.overlap import absolute_volume_difference_ml, dice
 from rexmle.tasks.jobs import ScoreCase
-from rexmle.tasks.rows import CaseRow
+from rexmle.tasks.rows import CaseRow, CaseValue
 
 
 def score_case(case: ScoreCase) -> CaseRow:
@@ -25,7 +25,7 @@ def score_case(case: ScoreCase) -> CaseRow:
     truth = np.asarray(gold.array) == 1
     pred = np.asarray(read_image(pred_path).array) == 1
     voxel_ml = math.prod(gold.spacing_mm[:3]) / 1000.0
-    values = {
+    values: dict[str, CaseValue] = {
         "dice": dice(pred, truth, empty_value=1.0),
         "lesion_f1": lesion_f1(pred, truth, connectivity=26),
         "lesion_count_diff": float(lesion_count_difference(pred, truth, connectivity=26)),
