@@ -26,7 +26,7 @@ import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from rexmle.sources.errors import ArchiveTooLarge, DamagedArchiveError, UnsafeArchiveError
 from rexmle.tasks.paths import PathRules, is_inside, relative_path_problem, shown_name
@@ -348,7 +348,7 @@ def _extract_tar(
             msg = f"{scan.label}: the tar archive is damaged: {err}"
             raise DamagedArchiveError(msg) from err
         kept = [m for m in members if posixpath.normpath(m.name.replace("\\", "/")) != "."]
-        current = {"done": 0, "name": ""}
+        current: dict[str, Any] = {"done": 0, "name": ""}
 
         def checked(member: tarfile.TarInfo, dest_path: str) -> tarfile.TarInfo | None:
             # The data filter resolves symlinks already on disk, so a link chain that only
