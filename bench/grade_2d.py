@@ -29,10 +29,18 @@ import numpy as np
 import tifffile
 
 from rexmle.preparation import RAW_COMPLETE_MARKER, prepare_task
+from rexmle.tasks.folders import TaskDirs
 
 
 def _mark_raw(raw_dir: Path) -> None:
     (raw_dir / RAW_COMPLETE_MARKER).write_text(json.dumps({"kind": "bench"}) + "\n", "utf-8")
+
+
+def _prepare(task_id: str, data_dir: Path) -> TaskDirs:
+    """Prepare the bench's raw data as a mini task; no fixture secret, so the raw data is kept
+    (a fresh secret would replace it with the seeded mini fixture)."""
+    dirs, _ = prepare_task(task_id, data_dir=data_dir, mini=True, fixture_secret=None)
+    return dirs
 
 
 def build_dentex(data_dir: Path, rng: np.random.Generator) -> Path:
@@ -42,7 +50,7 @@ def build_dentex(data_dir: Path, rng: np.random.Generator) -> Path:
     raw = data_dir / "dentex" / "raw"
     fixture.write_dataset(raw, n_images=705, seed=0)
     _mark_raw(raw)
-    dirs, _ = prepare_task("dentex", data_dir=data_dir, mini=True)
+    dirs = _prepare("dentex", data_dir)
     submission = data_dir / "sub-dentex"
     shutil.copytree(dirs.gold, submission)
     for path in (submission / "predictions").glob("*.json"):
@@ -94,7 +102,7 @@ def build_cellseg(data_dir: Path, *, whole_slide: bool) -> Path:
         cells_for=lambda key, is_test, rng: test_cells if is_test else 4,
     )
     _mark_raw(raw)
-    dirs, _ = prepare_task("neurips-cellseg", data_dir=data_dir, mini=True)
+    dirs = _prepare("neurips-cellseg", data_dir)
     submission = data_dir / "sub-cellseg"
     shutil.copytree(dirs.gold, submission)
     for path in (submission / "predictions").glob("*.tiff"):
@@ -121,7 +129,7 @@ def build_usenhance(data_dir: Path, rng: np.random.Generator) -> Path:
                 image = Image.fromarray(np.clip(array, 0, 255).astype(np.uint8))
                 image.save(raw / "train_datasets" / organ / quality / f"{n}.png", compress_level=1)
     _mark_raw(raw)
-    dirs, _ = prepare_task("usenhance", data_dir=data_dir, mini=True)
+    dirs = _prepare("usenhance", data_dir)
     submission = data_dir / "sub-usenhance"
     shutil.copytree(dirs.gold, submission)
     for path in (submission / "enhanced").glob("*.png"):
@@ -145,7 +153,7 @@ def build_ldct(data_dir: Path, rng: np.random.Generator) -> Path:
         label_file = "train.json" if count == 10 else "test.json"
         (raw / folder / label_file).write_text(json.dumps(scores), encoding="utf-8")
     _mark_raw(raw)
-    dirs, _ = prepare_task("ldct-iqa", data_dir=data_dir, mini=True)
+    dirs = _prepare("ldct-iqa", data_dir)
     submission = data_dir / "sub-ldct"
     submission.mkdir()
     lines = (dirs.gold / "submission.csv").read_text(encoding="utf-8").splitlines()
