@@ -66,36 +66,6 @@ def read_submitted_image(
         return None, f"unreadable file: {err}"
 
 
-def read_label_volume(
-    path: Path, *, suffixes: Iterable[str], test_image: Path, what: str = "mask"
-) -> tuple[Image | None, Geometry | None, str | None]:
-    """Read a submitted 3-D label volume as SimpleITK sees it and check it against the test image.
-
-    Returns (image, test image geometry, None), or (None, None, problem) when the file is not
-    readable, not 3-D single-component, or not of the test image's size (never resampled).
-    """
-    test = read_geometry(test_image)
-    image, problem = read_submitted_image(
-        path, suffixes=suffixes, expected_shape=test.shape, reader="simpleitk"
-    )
-    if image is None:
-        return None, None, str(problem)
-    array = image.array
-    if array.ndim != 3 or image.geometry.channels != 1:
-        return (
-            None,
-            None,
-            (
-                f"{path.name}: the {what} has array shape {array.shape} with "
-                f"{image.geometry.channels} component(s); write a 3-D single-component {what}"
-            ),
-        )
-    shape_problem = check_shape(array.shape, test.shape, what=path.name)
-    if shape_problem:
-        return None, None, shape_problem
-    return image, test, None
-
-
 def check_shape(
     actual: tuple[int, ...], expected: tuple[int, ...], *, what: str = "array"
 ) -> str | None:
