@@ -19,14 +19,16 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
+from .prepare import DISEASE_DIR, DISEASE_JSON, split_ids
+
 N_IMAGES = 20
 HEIGHT = 96
 WIDTH = 192
-DISEASE_DIR = "training_data/quadrant-enumeration-disease"
-DISEASE_JSON = "train_quadrant_enumeration_disease.json"
 DIAGNOSES = ("Impacted", "Caries", "Periapical Lesion", "Deep Caries")
 SPLIT_SEED = 42
-TRAIN_FRACTION = 0.8
+TEST_FRACTION = 0.2
+"""The split of dentex.yaml, under which the fixture places its test cases (golden reports and
+the split test fail if the two differ)."""
 
 
 def image_order(n_images: int = N_IMAGES) -> list[int]:
@@ -37,10 +39,9 @@ def image_order(n_images: int = N_IMAGES) -> list[int]:
 
 
 def split_test_ids(order: list[int]) -> list[int]:
-    """Image ids that the split rule sends to test (same rule as prepare)."""
-    ids = list(order)
-    random.Random(SPLIT_SEED).shuffle(ids)
-    return ids[int(TRAIN_FRACTION * len(ids)) :]
+    """Image ids that prepare's split sends to test."""
+    _, test = split_ids(order, seed=SPLIT_SEED, test_fraction=TEST_FRACTION)
+    return test
 
 
 def tooth_box(
