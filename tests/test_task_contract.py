@@ -63,7 +63,7 @@ so gold is only required to be unbeaten by every other graded submission. An ent
 reaches the leaderboard again is stale and fails the test."""
 
 TRANSITION_KEYS = ("implementation", "extra_metrics", "description_file")
-"""YAML keys of the temporary bridge; a converted task (one with ``functions``) has none."""
+"""YAML keys of the former task classes; no task declares them any more."""
 
 
 def _folder(spec: TaskSpec) -> Path:
@@ -116,13 +116,10 @@ def _reasons(report: GradeReport) -> str:
 def test_yaml_declares_its_sections(task_id: str) -> None:
     spec = get_task(task_id)
     raw = _raw_yaml(spec)
-    assert (spec.functions is None) != (spec.implementation is None), (
-        "declare either functions (converted) or implementation (the bridge), not both"
-    )
-    if spec.functions is not None:
-        assert [k for k in TRANSITION_KEYS if k in raw] == []
-        assert spec.submission is not None, "a converted task declares its submission columns"
-        assert spec.description is not None, "a converted task names its description file"
+    assert spec.functions is not None, "the YAML names the family's functions (section functions)"
+    assert [k for k in TRANSITION_KEYS if k in raw] == []
+    assert spec.submission is not None, "the YAML declares the submission's columns"
+    assert spec.description is not None, "the YAML names its description file"
     task = load_task(task_id)
     columns = task.columns
     assert columns.columns, "a submission has at least one column besides the id"
@@ -158,9 +155,7 @@ def test_description_file_exists_and_is_filled(task_id: str) -> None:
 @pytest.mark.parametrize("task_id", TASKS)
 def test_every_named_function_resolves(task_id: str) -> None:
     spec = get_task(task_id)
-    if spec.functions is None:  # (transition) the bridge loads its class instead
-        assert load_task(task_id).function("prepare") is not None
-        return
+    assert spec.functions is not None
     for name in FUNCTION_NAMES:
         dotted = getattr(spec.functions, name)
         if dotted is not None:
@@ -187,8 +182,7 @@ def _absolute_family_imports(source: Path, family_package: str) -> list[str]:
 def test_family_names_its_own_modules_relatively(task_id: str) -> None:
     """A copied, renamed family folder must work unedited: no absolute self-import or name."""
     spec = get_task(task_id)
-    if spec.functions is None:  # (transition) bridge families are converted by their owners
-        pytest.skip(f"{task_id} still runs through the bridge")
+    assert spec.functions is not None
     package = f"rexmle.challenges.{spec.family}"
     named = [getattr(spec.functions, n) for n in FUNCTION_NAMES]
     assert [d for d in named if d is not None and d.startswith(package)] == []
@@ -246,8 +240,7 @@ def test_gold_is_valid_and_at_least_as_good_as_every_leaderboard_row(task_id, gr
     assert gold.valid, gold.reasons
     assert gold.warnings == []
     spec = get_task(task_id)
-    declared = [m.key for m in spec.metrics] + list(spec.extra_metrics)  # (transition) extra
-    assert sorted(gold.metrics) == sorted(declared)
+    assert list(gold.metrics) == [m.key for m in spec.metrics]
     header, rows = _read_csv(_folder(spec) / f"{task_id}{LEADERBOARD_SUFFIX}")
     capped = CAPPED_ON_MINI.get(task_id, {})
     behind = {}
