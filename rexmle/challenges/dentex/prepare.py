@@ -64,7 +64,8 @@ def check_source(document: dict[str, Any], xrays: Path) -> dict[int, dict[str, A
             raise DataError(msg)
     for name, expected in EXPECTED_CATEGORY_IDS.items():
         ids = [c.get("id") if isinstance(c, dict) else None for c in document[name]]
-        if sorted(i for i in ids if _is_int(i)) != sorted(expected) or len(ids) != len(expected):
+        present = sorted(i for i in ids if _is_int(i))  # type: ignore[type-var]  # ints only
+        if present != sorted(expected) or len(ids) != len(expected):
             msg = f"DENTEX: {name} has ids {ids}, expected exactly {sorted(expected)}"
             raise DataError(msg)
     images: dict[int, dict[str, Any]] = {}

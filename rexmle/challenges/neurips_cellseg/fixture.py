@@ -101,7 +101,7 @@ def draw_cells(
 
 def _image_for(
     labels: npt.NDArray[np.uint16], name: str, rng: np.random.Generator, key: Key
-) -> object:
+) -> npt.NDArray[np.generic]:
     cells = labels > 0
     base = rng.normal(30.0, 8.0, labels.shape) + 120.0 * cells
     suffix = Path(name).suffix

@@ -48,10 +48,10 @@ def solve(job: BaselineJob) -> None:
     lo, hi = np.percentile(np.concatenate(tumour_values), [5, 95])
     rows = []
     for case_id in job.test_ids():
-        image = read_image(public_dir / "test" / "images" / f"{case_id}_0000.mha")
-        scaled = standardise(np.asarray(image.array, dtype=float))
+        test_image = read_image(public_dir / "test" / "images" / f"{case_id}_0000.mha")
+        scaled = standardise(np.asarray(test_image.array, dtype=float))
         mask = largest_component((scaled >= lo) & (scaled <= hi))
         relative = prediction_name(case_id)
-        write_image(submission_dir / relative, mask.astype(np.uint8), like=image.geometry)
+        write_image(submission_dir / relative, mask.astype(np.uint8), like=test_image.geometry)
         rows.append((case_id, relative))
     job.write_submission_csv(rows)

@@ -16,6 +16,7 @@ voxels that spans 2-3 slices and stays at least two slices away from the first a
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -51,7 +52,7 @@ def _write_case(
     labels = label_map(rng)
     image = rng.normal(100.0, 10.0, SHAPE)
     image += 100.0 * (labels == PANCREAS) + 40.0 * (labels == TUMOUR)
-    grid = {"spacing_mm": SPACING_MM, "origin_mm": origin}
+    grid: dict[str, Any] = {"spacing_mm": SPACING_MM, "origin_mm": origin}
     write_image(image_path, image.astype(np.float32), **grid)
     if label_path is not None:
         write_image(label_path, labels, **grid)

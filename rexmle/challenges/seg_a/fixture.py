@@ -12,6 +12,7 @@ with one branch, kept at least one slice away from the first and last z slice.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -53,6 +54,6 @@ def make_fixture(raw_dir: Path, *, seed: int = 0) -> None:
             mask = vessel_mask(rng)
             image = rng.normal(40.0, 25.0, SHAPE) + 260.0 * mask
             folder = raw_dir / parent / case_id
-            grid = {"spacing_mm": SPACING_MM, "origin_mm": origin}
+            grid: dict[str, Any] = {"spacing_mm": SPACING_MM, "origin_mm": origin}
             write_image(folder / f"{case_id}.nrrd", image.astype(np.int16), **grid)
             write_image(folder / f"{case_id}.seg.nrrd", mask, **grid)

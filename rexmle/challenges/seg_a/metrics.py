@@ -26,7 +26,7 @@ from rexmle.io import read_image
 from rexmle.metrics.overlap import dice
 from rexmle.metrics.surface import hausdorff_distance
 from rexmle.tasks.jobs import ScoreCase
-from rexmle.tasks.rows import CaseRow, column
+from rexmle.tasks.rows import CaseRow, CaseValue, column
 from rexmle.tasks.spec import TaskSpec
 
 
@@ -38,7 +38,7 @@ def score_case(case: ScoreCase) -> CaseRow:
     truth = np.ascontiguousarray(np.asarray(gold.array) == 1)
     pred = np.ascontiguousarray(np.asarray(read_image(pred_path, reader="simpleitk").array) == 1)
     spacing = tuple(float(s) for s in gold.spacing_mm)
-    values = {
+    values: dict[str, CaseValue] = {
         "dsc": dice(pred, truth, empty_value=1.0),
         "hd": hausdorff_distance(pred, truth, spacing_mm=spacing, surface_connectivity=6),
     }

@@ -17,6 +17,7 @@ up to one voxel per axis, and the side-road labels 8, 9, 15 and 31 are each left
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -86,7 +87,7 @@ def make_fixture(raw_dir: Path, *, seed: int = 0) -> None:
         for pid in PIDS:
             labels = label_map(modality, rng)
             image = rng.normal(background, 20.0, SHAPE) + (vessel - background) * (labels > 0)
-            grid = {"spacing_mm": spacing, "origin_mm": origin}
+            grid: dict[str, Any] = {"spacing_mm": spacing, "origin_mm": origin}
             write_image(
                 root / f"imagesTr_topbrain_{modality}" / f"topcow_{modality}_{pid}_0000.nii.gz",
                 image.astype(np.int16),

@@ -15,6 +15,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -140,7 +141,10 @@ def make_fixture(raw_dir: Path, *, seed: int = 0) -> None:
     for offset, modality in enumerate(("ct", "mr")):
         rng = np.random.default_rng(seed * 2 + offset)
         (bg_mean, bg_sd), (vessel_mean, vessel_sd) = INTENSITY[modality]
-        grid = {"spacing_mm": SPACING_MM[modality], "origin_mm": ORIGIN_MM[modality]}
+        grid: dict[str, Any] = {
+            "spacing_mm": SPACING_MM[modality],
+            "origin_mm": ORIGIN_MM[modality],
+        }
         for pid in PIDS:
             dx, dy, dz = (int(v) for v in rng.integers(-1, 2, size=3))
             labels = make_label_map(variant_of[pid], (dx, dy, dz))

@@ -9,7 +9,7 @@ import numpy as np
 
 from rexmle.metrics.image import lncc, psnr, ssim
 from rexmle.tasks.jobs import ScoreCase
-from rexmle.tasks.rows import CaseRow
+from rexmle.tasks.rows import CaseRow, CaseValue
 
 from .submission import read_gray_png
 
@@ -20,7 +20,7 @@ def score_case(case: ScoreCase) -> CaseRow:
     pred = read_gray_png(pred_path).astype(np.float64)
     truth = read_gray_png(gold_path).astype(np.float64)
     data_range = float(case.params["data_range"])
-    values = {
+    values: dict[str, CaseValue] = {
         "lncc": lncc(pred, truth),
         "ssim": ssim(pred, truth, data_range=data_range),
         "psnr": psnr(pred, truth, data_range=data_range),
