@@ -279,21 +279,6 @@ def aggregate_metrics(task: Task, rows: list[CaseRow]) -> dict[str, float]:
     return ordered
 
 
-def _legacy_scores(task: Task, job: ScoreJob) -> tuple[dict[str, float], list[dict[str, object]]]:
-    """(transition) metrics and case dicts of a TaskImplementation's ``score``."""
-    scores = task.required_function("score_dataset")(job)
-    expected_keys = [m.key for m in task.spec.metrics] + list(task.spec.extra_metrics)
-    missing = [k for k in expected_keys if k not in scores.metrics]
-    if missing:
-        msg = f"{task.id}: the scorer returned no value for {missing}"
-        raise HarnessError(msg)
-    bad = {k: v for k, v in scores.metrics.items() if not math.isfinite(v)}
-    if bad:
-        msg = f"{task.id}: the scorer returned non-finite values {bad}"
-        raise HarnessError(msg)
-    return {k: float(v) for k, v in scores.metrics.items()}, scores.cases
-
-
 def grade_submission(
     task_id: str,
     submission_dir: Path,
@@ -340,19 +325,15 @@ def grade_submission(
         private=dirs.private,
         workers=n_workers,
     )
-    if task.spec.implementation is not None and task.spec.functions is None:
-        metrics, cases = _legacy_scores(task, job)
-    else:
-        rows = score_rows(task, job)
-        metrics = aggregate_metrics(task, rows)
-        cases = [row.as_json() for row in rows]  # type: ignore[misc]  # (transition) legacy type
+    rows = score_rows(task, job)
+    metrics = aggregate_metrics(task, rows)
     return GradeReport(
         task=task_id,
         valid=True,
         reasons=[],
         warnings=submission.warnings,
         metrics=metrics,
-        cases=cases,
+        cases=[row.as_json() for row in rows],
         ranking=rank_metrics(leaderboard, task, metrics),
         data=data,
         rexmle_version=__version__,

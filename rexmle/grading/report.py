@@ -9,6 +9,7 @@ from pydantic import BaseModel, ValidationError
 
 from rexmle.errors import RexmleError
 from rexmle.ranking import Ranking
+from rexmle.tasks.rows import CaseValue
 
 _MAX_LISTED_PROBLEMS = 5
 
@@ -35,7 +36,7 @@ class GradeReport(BaseModel):
     reasons: list[str]
     warnings: list[str] = []
     metrics: dict[str, float]
-    cases: list[dict[str, object]]
+    cases: list[dict[str, CaseValue]]
     ranking: Ranking
     data: Literal["mini", "full"] | None = None
     """The prepared data graded against: ``mini`` (synthetic fixture, ranked against the real

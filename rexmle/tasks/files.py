@@ -9,7 +9,6 @@ from pathlib import Path
 
 from rexmle.errors import DataError
 from rexmle.io import Geometry, Image, ImageReadError, read_geometry, read_image
-from rexmle.tasks.submission import LoadedSubmission
 
 
 def write_csv(path: Path, header: Sequence[str], rows: Iterable[Sequence[object]]) -> None:
@@ -72,25 +71,6 @@ def check_image_label_grid(
         )
         raise DataError(msg)
     return image, label
-
-
-def case_path_items(
-    submission: LoadedSubmission, gold: LoadedSubmission, column: str
-) -> list[tuple[str, Path, Path]]:
-    """``(case id, predicted file, gold file)`` per submitted case, in grading order.
-
-    Args:
-        submission: The loaded submission.
-        gold: The loaded gold submission (same ids).
-        column: The path column to take from both.
-
-    Returns:
-        One tuple per id of ``submission.ids()``.
-    """
-    return [
-        (case_id, submission.cases[case_id].paths[column], gold.cases[case_id].paths[column])
-        for case_id in submission.ids()
-    ]
 
 
 def sha256_file(path: Path, *, chunk_bytes: int = 1 << 20) -> str:

@@ -196,7 +196,10 @@ class Task:
             TaskNotImplemented: the description file is missing.
             SpecError: a placeholder names no declared value.
         """
-        name = self.spec.description or "description.md"
+        name = self.spec.description
+        if name is None:
+            msg = f"{self.id}: no description file is declared (key description)"
+            raise TaskNotImplemented(msg)
         source = family_folder(self.spec.family).joinpath(name)
         if not source.is_file():
             msg = f"{self.id}: no description file rexmle/challenges/{self.spec.family}/{name}"
@@ -242,14 +245,10 @@ def load_task(task_id: str) -> Task:
         TaskNotImplemented: the task declares no functions yet.
     """
     spec = get_task(task_id)
-    if spec.functions is None and spec.implementation is None:
+    if spec.functions is None:
         msg = (
             f"task {task_id!r} is registered, but its prepare and grade functions are not "
             f"declared (section functions of rexmle/challenges/{spec.family}/{task_id}.yaml)"
         )
         raise TaskNotImplemented(msg)
-    if spec.functions is None:  # (transition) a TaskImplementation class
-        from rexmle.tasks.legacy import legacy_task
-
-        return legacy_task(spec)
     return Task(spec)

@@ -263,14 +263,8 @@ class TaskSpec(_Strict):
     shared_raw: str | None = None
     """Name of the shared raw folder (e.g. ``topcow-shared``) when tasks share one download."""
     metrics: list[MetricSpec]
-    extra_metrics: list[str] = []
-    """(transition) Keys reported beside the leaderboard metrics but never ranked."""
     split: SplitSpec
     spec_version: int = 1
-    implementation: str | None = None
-    """(transition) ``module:Class`` of a TaskImplementation."""
-    description_file: str = "description.md"
-    """(transition) replaced by ``description``."""
     description: str | None = None
     """The agent-facing description: a Markdown file beside this YAML; ``{{id}}``, ``{{name}}``
     and ``{{params.<key>}}`` are replaced by the task's values."""
@@ -278,6 +272,14 @@ class TaskSpec(_Strict):
     params: dict[str, Any] = {}
     """Per-task values the family's functions read (e.g. which track's classes)."""
     functions: FunctionsSpec | None = None
+    """None: the task is registered, but its prepare and grade functions are not built yet."""
+
+    @model_validator(mode="after")
+    def _built_tasks_declare_everything(self) -> TaskSpec:
+        if self.functions is not None and (self.submission is None or self.description is None):
+            msg = "a task with functions also declares its submission columns and description"
+            raise ValueError(msg)
+        return self
 
     @field_validator("metrics")
     @classmethod
@@ -314,4 +316,4 @@ class TaskSpec(_Strict):
     @property
     def is_implemented(self) -> bool:
         """Whether prepare and grade exist for this task."""
-        return self.implementation is not None or self.functions is not None
+        return self.functions is not None

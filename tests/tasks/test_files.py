@@ -1,4 +1,4 @@
-"""Shared task helpers: CSV writing, the raw image/label grid check, score items."""
+"""The kit's file helpers: CSV writing, the raw image/label grid check, hashing."""
 
 from __future__ import annotations
 
@@ -9,10 +9,9 @@ import nibabel as nib
 import numpy as np
 import pytest
 
-from rexmle.challenges.base import LoadedSubmission, SubmissionCase
 from rexmle.errors import DataError
 from rexmle.io import write_image
-from rexmle.tasks.files import case_path_items, check_image_label_grid, write_csv
+from rexmle.tasks.files import check_image_label_grid, sha256_file, write_csv
 
 
 def test_write_csv_round_trip_keeps_ids_and_quotes(tmp_path) -> None:
@@ -93,15 +92,10 @@ def test_grid_check_names_the_case_of_an_unreadable_file(tmp_path) -> None:
         check_image_label_grid("FAM", "c02", image, label, spacing_tol_mm=1e-4)
 
 
-def test_case_path_items_pairs_columns_in_sorted_id_order(tmp_path) -> None:
-    def loaded(folder: str) -> LoadedSubmission:
-        cases = {
-            i: SubmissionCase(i, {}, {"mask": tmp_path / folder / f"{i}.nii.gz"})
-            for i in ("010", "002")
-        }
-        return LoadedSubmission(folder=tmp_path / folder, cases=cases)
+def test_sha256_file_equals_hashlib_over_several_chunks(tmp_path) -> None:
+    import hashlib
 
-    assert case_path_items(loaded("sub"), loaded("gold"), "mask") == [
-        ("002", tmp_path / "sub" / "002.nii.gz", tmp_path / "gold" / "002.nii.gz"),
-        ("010", tmp_path / "sub" / "010.nii.gz", tmp_path / "gold" / "010.nii.gz"),
-    ]
+    path = tmp_path / "blob.bin"
+    payload = np.random.default_rng(3).bytes(3 * 1024 + 17)
+    path.write_bytes(payload)
+    assert sha256_file(path, chunk_bytes=1024) == hashlib.sha256(payload).hexdigest()
