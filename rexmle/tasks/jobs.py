@@ -31,8 +31,24 @@ def declared_columns(task: TaskSpec) -> tuple[str, ...]:
     return task.submission.required_columns
 
 
+class _OfTask:
+    """What every job knows of the task it runs for (``task`` is a field of each job)."""
+
+    task: TaskSpec
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """The task's declared ``params``."""
+        return self.task.params
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """The declared submission columns, id column first (the header of submission CSVs)."""
+        return declared_columns(self.task)
+
+
 @dataclass(frozen=True)
-class PrepareJob:
+class PrepareJob(_OfTask):
     """Prepare ``raw`` into ``public`` and ``private`` (both exist, empty).
 
     ``mini`` disables checks that only hold on the real data. Write train data, test inputs and
@@ -45,16 +61,6 @@ class PrepareJob:
     private: Path
     task: TaskSpec
     mini: bool
-
-    @property
-    def params(self) -> dict[str, Any]:
-        """The task's declared ``params``."""
-        return self.task.params
-
-    @property
-    def columns(self) -> tuple[str, ...]:
-        """The declared submission columns, id column first (the header of both CSVs)."""
-        return declared_columns(self.task)
 
     @property
     def gold(self) -> Path:
@@ -88,16 +94,11 @@ class PrepareJob:
 
 
 @dataclass(frozen=True)
-class CheckContext:
+class CheckContext(_OfTask):
     """What a validity check may read: the task's declarations and ``public/``."""
 
     task: TaskSpec
     public: Path
-
-    @property
-    def params(self) -> dict[str, Any]:
-        """The task's declared ``params``."""
-        return self.task.params
 
 
 @dataclass(frozen=True)
@@ -129,7 +130,7 @@ class ScoreCase:
 
 
 @dataclass(frozen=True)
-class ScoreJob:
+class ScoreJob(_OfTask):
     """A whole valid submission and gold, for scorers that need every case at once."""
 
     submission: LoadedSubmission
@@ -139,30 +140,15 @@ class ScoreJob:
     private: Path
     workers: int
 
-    @property
-    def params(self) -> dict[str, Any]:
-        """The task's declared ``params``."""
-        return self.task.params
-
 
 @dataclass(frozen=True)
-class BaselineJob:
+class BaselineJob(_OfTask):
     """Train the non-LLM baseline on ``public`` and write a submission into ``submission``."""
 
     public: Path
     submission: Path
     task: TaskSpec
     seed: int = 0
-
-    @property
-    def params(self) -> dict[str, Any]:
-        """The task's declared ``params``."""
-        return self.task.params
-
-    @property
-    def columns(self) -> tuple[str, ...]:
-        """The declared submission columns, id column first (the header of ``submission.csv``)."""
-        return declared_columns(self.task)
 
     def test_ids(self) -> list[str]:
         """The ids to predict: the id column of ``public/sample_submission.csv``, in file order."""

@@ -16,8 +16,6 @@ import numpy as np
 from scipy import ndimage
 
 from rexmle.io import read_image, write_image
-from rexmle.tasks.csvfile import read_id_column
-from rexmle.tasks.files import write_csv
 from rexmle.tasks.jobs import BaselineJob
 
 THRESHOLDS = np.linspace(0.5, 15.0, 59)
@@ -57,7 +55,6 @@ def _dice(pred: np.ndarray, truth: np.ndarray) -> float:
 def solve(job: BaselineJob) -> None:
     """Fit the threshold on ``public/train`` and write masks for ``public/test`` (no randomness)."""
     public_dir, submission_dir = job.public, job.submission
-    columns = job.task.submission.required_columns if job.task.submission else ()
     train_ids = sorted(
         p.name[: -len("_msk.nii.gz")] for p in (public_dir / "train").glob("*_msk.nii.gz")
     )
@@ -77,7 +74,7 @@ def solve(job: BaselineJob) -> None:
     best = float(np.max(mean_dice))
     plateau = THRESHOLDS[np.asarray(mean_dice) >= best - 0.01]
     threshold = float(np.median(plateau))
-    test_ids = read_id_column(public_dir / "sample_submission.csv", columns[0])
+    test_ids = job.test_ids()
     rows = []
     for case_id in test_ids:
         dwi = read_image(public_dir / "test" / f"{case_id}_dwi.nii.gz")
@@ -86,4 +83,4 @@ def solve(job: BaselineJob) -> None:
         relative = f"predictions/{case_id}_pred.nii.gz"
         write_image(submission_dir / relative, mask, like=dwi.geometry)
         rows.append((case_id, relative))
-    write_csv(submission_dir / "submission.csv", columns, rows)
+    job.write_submission_csv(rows)
