@@ -9,9 +9,10 @@ from pathlib import Path
 import numpy as np
 
 from rexmle.errors import DataError
-from rexmle.io import read_geometry, read_image, write_image
+from rexmle.io import read_geometry, read_image
 from rexmle.split import Split
 from rexmle.tasks.jobs import PrepareJob
+from rexmle.tasks.masks import write_empty_mask
 
 _MASK = re.compile(r"^(sub-strokecase\d{4})_ses-0001_msk\.nii\.gz$")
 
@@ -91,7 +92,7 @@ def prepare(job: PrepareJob) -> Split:
         (gold_dir / "predictions").mkdir(parents=True, exist_ok=True)
         shutil.copyfile(files["msk"], gold_dir / relative)
         geometry = read_geometry(files["dwi"])
-        write_image(public_dir / relative, np.zeros(geometry.shape, dtype=np.uint8), like=geometry)
+        write_empty_mask(public_dir / relative, geometry)
         sample_rows.append((subject, relative))
         gold_rows.append((subject, relative))
     job.write_answer_csvs(gold_rows, sample_rows)

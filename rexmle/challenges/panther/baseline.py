@@ -13,10 +13,9 @@ from scipy import ndimage
 
 from rexmle.io import read_image, write_image
 from rexmle.tasks.jobs import BaselineJob
+from rexmle.tasks.masks import largest_component
 
 from .prepare import prediction_name
-
-_BOX = np.ones((3, 3, 3), dtype=bool)
 
 
 def standardise(image: np.ndarray) -> np.ndarray:
@@ -24,16 +23,6 @@ def standardise(image: np.ndarray) -> np.ndarray:
     q25, q50, q75 = np.percentile(image, [25, 50, 75])
     scaled = (image - q50) / max(float(q75 - q25), 1e-6)
     return ndimage.median_filter(scaled, size=(3, 3, 1))
-
-
-def largest_component(mask: np.ndarray) -> np.ndarray:
-    """The largest 26-connected component of ``mask`` (empty stays empty)."""
-    labels, count = ndimage.label(mask, structure=_BOX)
-    if count <= 1:
-        return mask
-    sizes = np.bincount(labels.ravel())
-    sizes[0] = 0
-    return labels == int(np.argmax(sizes))
 
 
 def solve(job: BaselineJob) -> None:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import logging
 import re
-import shutil
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +28,7 @@ from rexmle.io import Geometry, read_image, write_image
 from rexmle.split import Split
 from rexmle.tasks.files import check_image_label_grid
 from rexmle.tasks.jobs import PrepareJob
+from rexmle.tasks.masks import copy_file, write_empty_mask
 
 log = logging.getLogger(__name__)
 
@@ -185,27 +185,21 @@ def prepare(job: PrepareJob) -> Split:
     )
     for case_id in split.train:
         case = cases[case_id]
-        _copy(case.image, public_dir / "train" / "images" / case.image.name)
-        _copy(case.label, public_dir / "train" / "labels" / case.label.name)
+        copy_file(case.image, public_dir / "train" / "images" / case.image.name)
+        copy_file(case.label, public_dir / "train" / "labels" / case.label.name)
     if layout.has_unlabelled:
         for path in unlabelled_images(raw_dir):
-            _copy(path, public_dir / "train_unlabeled" / "images" / path.name)
+            copy_file(path, public_dir / "train_unlabeled" / "images" / path.name)
     gold_dir = job.gold
     rows: list[tuple[str, str]] = []
     for case_id in sorted(split.test):
         case = cases[case_id]
         image_geometry, label_geometry, _, _ = checked[case_id]
-        _copy(case.image, public_dir / "test" / "images" / case.image.name)
+        copy_file(case.image, public_dir / "test" / "images" / case.image.name)
         relative = prediction_name(case_id)
         tumour = np.asarray(read_image(case.label).array) == TUMOUR
         write_image(gold_dir / relative, tumour.astype(np.uint8), like=label_geometry)
-        empty = np.zeros(image_geometry.shape, dtype=np.uint8)
-        write_image(public_dir / relative, empty, like=image_geometry)
+        write_empty_mask(public_dir / relative, image_geometry)
         rows.append((case_id, relative))
     job.write_answer_csvs(rows, rows)
     return split
-
-
-def _copy(source: Path, target: Path) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(source, target)

@@ -9,25 +9,14 @@ numpy and scipy only.
 from __future__ import annotations
 
 import numpy as np
-from scipy import ndimage
 
 from rexmle.io import read_image, write_image
 from rexmle.tasks.jobs import BaselineJob
+from rexmle.tasks.masks import largest_component
 
 from .prepare import prediction_name
 
 THRESHOLDS_HU = np.arange(-100.0, 701.0, 20.0)
-_BOX = np.ones((3, 3, 3), dtype=bool)
-
-
-def largest_component(mask: np.ndarray) -> np.ndarray:
-    """The largest 26-connected component of ``mask`` (empty stays empty)."""
-    labels, count = ndimage.label(mask, structure=_BOX)
-    if count <= 1:
-        return mask
-    sizes = np.bincount(labels.ravel())
-    sizes[0] = 0
-    return labels == int(np.argmax(sizes))
 
 
 def _dice(pred: np.ndarray, truth: np.ndarray) -> float:

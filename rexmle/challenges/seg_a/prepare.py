@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import re
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from rexmle.errors import DataError
-from rexmle.io import Geometry, write_image
+from rexmle.io import Geometry
 from rexmle.split import Split
 from rexmle.tasks.files import check_image_label_grid
 from rexmle.tasks.jobs import PrepareJob
+from rexmle.tasks.masks import copy_file, write_empty_mask
 
 SPACING_TOLERANCE_MM = 1e-4
 _CASE_ID = re.compile(r"^[A-Za-z0-9_-]+$")
@@ -106,22 +106,17 @@ def prepare(job: PrepareJob) -> Split:
     )
     for case_id in split.train:
         case = cases[case_id]
-        _copy(case.image, public_dir / "train" / "images" / f"{case_id}.nrrd")
-        _copy(case.mask, public_dir / "train" / "labels" / f"{case_id}.seg.nrrd")
+        copy_file(case.image, public_dir / "train" / "images" / f"{case_id}.nrrd")
+        copy_file(case.mask, public_dir / "train" / "labels" / f"{case_id}.seg.nrrd")
     gold_dir = job.gold
     rows: list[tuple[str, str]] = []
     for case_id in sorted(split.test):
         case = cases[case_id]
-        _copy(case.image, public_dir / "test" / "images" / f"{case_id}.nrrd")
+        copy_file(case.image, public_dir / "test" / "images" / f"{case_id}.nrrd")
         relative = prediction_name(case_id)
-        _copy(case.mask, gold_dir / relative)
+        copy_file(case.mask, gold_dir / relative)
         geometry = geometries[case_id]
-        write_image(public_dir / relative, np.zeros(geometry.shape, dtype=np.uint8), like=geometry)
+        write_empty_mask(public_dir / relative, geometry)
         rows.append((case_id, relative))
     job.write_answer_csvs(rows, rows)
     return split
-
-
-def _copy(source: Path, target: Path) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(source, target)

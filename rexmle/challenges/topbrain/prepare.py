@@ -16,18 +16,18 @@ from __future__ import annotations
 import json
 import logging
 import re
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from rexmle.errors import DataError
-from rexmle.io import read_geometry, write_image
+from rexmle.io import read_geometry
 from rexmle.metrics.topology import invalid_neighbor_error
 from rexmle.split import Split
 from rexmle.tasks.files import check_image_label_grid
 from rexmle.tasks.jobs import PrepareJob
+from rexmle.tasks.masks import copy_file, write_empty_mask
 
 from .labels import TRACKS, Track, valid_neighbors
 
@@ -146,8 +146,8 @@ def prepare(job: PrepareJob) -> Split:
     for pid in split.train:
         case = cases[pid]
         check_case(case, track)
-        _copy(case.image, public_dir / "train" / "images" / image_name(modality, pid))
-        _copy(case.label, public_dir / "train" / "labels" / label_name(modality, pid))
+        copy_file(case.image, public_dir / "train" / "images" / image_name(modality, pid))
+        copy_file(case.label, public_dir / "train" / "labels" / label_name(modality, pid))
     rows: list[tuple[str, str]] = []
     neighbor_errors: list[float] = []
     side_roads_present: set[int] = set()
@@ -156,11 +156,11 @@ def prepare(job: PrepareJob) -> Split:
         truth = check_case(case, track)
         neighbor_errors.append(invalid_neighbor_error(truth, table))
         side_roads_present |= {c for c in track.side_road if np.any(truth == c)}
-        _copy(case.image, public_dir / "test" / "images" / image_name(modality, pid))
+        copy_file(case.image, public_dir / "test" / "images" / image_name(modality, pid))
         relative = prediction_name(modality, pid)
-        _copy(case.label, job.gold / relative)
+        copy_file(case.label, job.gold / relative)
         geometry = read_geometry(case.image)
-        write_image(public_dir / relative, np.zeros(geometry.shape, dtype=np.uint8), like=geometry)
+        write_empty_mask(public_dir / relative, geometry)
         rows.append((pid, relative))
     job.write_answer_csvs(rows, rows)
     expected = {
@@ -177,8 +177,3 @@ def prepare(job: PrepareJob) -> Split:
         json.dumps(expected, indent=2) + "\n", encoding="utf-8"
     )
     return split
-
-
-def _copy(source: Path, target: Path) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(source, target)
