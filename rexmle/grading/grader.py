@@ -261,12 +261,26 @@ def aggregate_metrics(task: Task, rows: list[CaseRow]) -> dict[str, float]:
             msg = f"{task.id}: metrics {dataset_keys} are 'dataset' but no aggregate is declared"
             raise HarnessError(msg)
         computed = aggregate(rows, task.spec)
-        values.update({k: float(computed[k]) for k in dataset_keys if k in computed})
+        undeclared = sorted(set(computed) - set(dataset_keys))
+        if undeclared:
+            msg = (
+                f"{task.id}: aggregate returned {undeclared}, which the YAML does not declare "
+                f"as 'dataset' metrics"
+            )
+            raise HarnessError(msg)
+        values.update({k: float(v) for k, v in computed.items()})
     for metric in task.spec.metrics:
-        if metric.aggregate == "mean":
-            values[metric.key] = mean_of(rows, metric.case_key)
-        elif metric.aggregate == "median":
-            values[metric.key] = median_of(rows, metric.case_key)
+        if metric.aggregate == "dataset":
+            continue
+        summary = mean_of if metric.aggregate == "mean" else median_of
+        try:
+            values[metric.key] = summary(rows, metric.case_key)
+        except (KeyError, TypeError) as err:
+            msg = (
+                f"{task.id}: metric {metric.key} is the {metric.aggregate} of the cases' "
+                f"{metric.case_key!r}, but a case row has no number there ({err})"
+            )
+            raise HarnessError(msg) from err
     ordered = {m.key: values[m.key] for m in task.spec.metrics if m.key in values}
     missing = [m.key for m in task.spec.metrics if m.key not in ordered]
     if missing:
