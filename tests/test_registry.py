@@ -42,8 +42,9 @@ TASK_IDS = {
 SHARED_LEADERBOARDS = Path(__file__).resolve().parents[2] / "shared" / "leaderboards"
 
 
-def test_all_twenty_tasks_are_registered() -> None:
-    assert set(all_tasks()) == TASK_IDS
+def test_the_twenty_published_tasks_are_registered() -> None:
+    """The published benchmark's tasks; a new challenge adds to them without editing this list."""
+    assert set(all_tasks()) >= TASK_IDS
 
 
 @pytest.mark.skipif(not SHARED_LEADERBOARDS.is_dir(), reason="shared/leaderboards not beside repo")
