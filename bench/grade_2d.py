@@ -38,7 +38,8 @@ def _mark_raw(raw_dir: Path) -> None:
 
 def _prepare(task_id: str, data_dir: Path) -> TaskDirs:
     """Prepare the bench's raw data as a mini task; no fixture secret, so the raw data is kept
-    (a fresh secret would replace it with the seeded mini fixture)."""
+    (a fresh secret would replace it with the seeded mini fixture).
+    """
     dirs, _ = prepare_task(task_id, data_dir=data_dir, mini=True, fixture_secret=None)
     return dirs
 
@@ -98,8 +99,8 @@ def build_cellseg(data_dir: Path, *, whole_slide: bool) -> Path:
         training=training,
         tuning=tuning,
         seed=0,
-        shape_for=lambda key, is_test: test_shape if is_test else (64, 64),
-        cells_for=lambda key, is_test, rng: test_cells if is_test else 4,
+        shape_for=lambda _key, is_test: test_shape if is_test else (64, 64),
+        cells_for=lambda _key, is_test, _rng: test_cells if is_test else 4,
     )
     _mark_raw(raw)
     dirs = _prepare("neurips-cellseg", data_dir)

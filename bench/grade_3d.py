@@ -68,7 +68,7 @@ def topbrain_pair(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     return truth, pred
 
 
-def panther_pair(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+def panther_pair() -> tuple[np.ndarray, np.ndarray]:
     shape = (256, 256, 80)
     x, y, z = np.ogrid[: shape[0], : shape[1], : shape[2]]
     truth = (((x - 128) / 18) ** 2 + ((y - 120) / 15) ** 2 + ((z - 40) / 5) ** 2 <= 1).astype(
@@ -80,7 +80,7 @@ def panther_pair(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     return truth, pred
 
 
-def seg_a_pair(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+def seg_a_pair() -> tuple[np.ndarray, np.ndarray]:
     shape = (512, 512, 250)
     truth = np.zeros(shape, np.uint8)
     aorta = np.stack(

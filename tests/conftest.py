@@ -57,7 +57,8 @@ def upstream(llm_standin: ScriptedUpstream) -> ScriptedUpstream:
 def llm_gateway(llm_standin: ScriptedUpstream) -> Iterator[Gateway]:
     """A real LiteLLM gateway (its env installed once into the agents cache) in front of the
     stand-in: ``gw/gpt-5`` (OpenAI API), ``gw/claude`` (Anthropic API); per run 0.01 USD and
-    3 calls per minute unless a test registers other limits."""
+    3 calls per minute unless a test registers other limits.
+    """
     base = llm_standin.base_url
     config = parse_llm_config(
         f"""

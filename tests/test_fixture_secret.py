@@ -38,7 +38,8 @@ def gold_hashes(prepared_json: Path) -> dict[str, str]:
 
 def attack_dice(data_dir: Path, tmp_path: Path) -> float | None:
     """Run the regenerate-the-fixture attack as a real agent (local sandbox: the package is
-    importable) and return the dice its submission scored."""
+    importable) and return the dice its submission scored.
+    """
     script = tmp_path / "attack.py"
     script.write_text(ATTACK)
     spec = load_agent("command").with_overrides(
@@ -51,7 +52,8 @@ def attack_dice(data_dir: Path, tmp_path: Path) -> float | None:
     folder = run_dir(runs, "test", "isles22", spec.id, 0)
     options = RunOptions(runs_dir=runs, data_dir=data_dir, sandbox=LocalSandbox(), grade_workers=1)
     record = execute_run(RunJob(config=config, group="test", folder=folder), options)
-    assert record.grade is not None and record.grade.valid, record
+    assert record.grade is not None, record
+    assert record.grade.valid, record
     return record.grade.headline_value
 
 
@@ -62,7 +64,8 @@ def test_regenerated_fixture_no_longer_reproduces_the_gold(tmp_path: Path):
     assert attack_dice(fixed.root.parent, tmp_path) == 1.0
     # ... with the per-prepare secret it does not
     dice = attack_dice(secret.root.parent, tmp_path)
-    assert dice is not None and dice < 0.9
+    assert dice is not None
+    assert dice < 0.9
 
 
 def test_secret_lives_in_private_only_and_differs_per_prepare(tmp_path: Path):

@@ -20,7 +20,7 @@ def test_prepare_twice_is_a_noop(prepared_mini) -> None:
 def test_interrupted_prepare_leaves_no_complete_looking_folder(tmp_path, monkeypatch) -> None:
     from rexmle.challenges.isles22 import prepare as isles_prepare
 
-    def broken(*args, **kwargs):
+    def broken(*_args, **_kwargs):
         raise OSError("disk full (simulated)")
 
     monkeypatch.setattr(isles_prepare, "prepare", broken)

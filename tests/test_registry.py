@@ -63,7 +63,7 @@ def test_a_task_without_functions_says_where_to_declare_them(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     unbuilt = get_task("isles22").model_copy(update={"functions": None, "implementation": None})
-    monkeypatch.setattr(registry, "get_task", lambda task_id: unbuilt)
+    monkeypatch.setattr(registry, "get_task", lambda _task_id: unbuilt)
     with pytest.raises(TaskNotImplemented, match=r"section functions.*isles22\.yaml"):
         load_task("isles22")
 

@@ -105,7 +105,8 @@ def test_scaffolded_family_prepares_grades_and_keeps_the_task_contract(tmp_path)
 
 def test_a_copied_family_folder_works_with_edits_inside_it_only(tmp_path) -> None:
     """ISLES'22 copied as family ``stroke_copy``, task ``stroke-copy``: only its YAML's id and
-    family and its leaderboard file's name are edited, inside the copied folder."""
+    family and its leaderboard file's name are edited, inside the copied folder.
+    """
     root = _package_copy(tmp_path)
     challenges = root / "rexmle" / "challenges"
     folder = challenges / "stroke_copy"

@@ -494,7 +494,7 @@ def _local_folder(location: str) -> Path | None:
 
 
 def cpu_torch_sources() -> list[str]:
-    """uv arguments that find the CPU build of torch: pip's find-links, else PyTorch's index.
+    """Uv arguments that find the CPU build of torch: pip's find-links, else PyTorch's index.
 
     Each find-links location of pip's configuration is passed on. PyTorch's CPU index is added
     only when no local find-links folder holds a ``torch-*+cpu`` wheel (an unreachable extra
@@ -574,7 +574,7 @@ def install_env(
     source: Path | None = None,
     force: bool = False,
     index_url: str | None = PYPI_INDEX,
-    progress: Progress = lambda line: None,
+    progress: Progress = lambda _line: None,
 ) -> InstallResult:
     """Install ``env`` (idempotent: a matching stamp means nothing to do, unless ``force``).
 

@@ -64,7 +64,6 @@ def hardware_sentence(gpu_names: list[str], cuda_visible_devices: str | None) ->
 
 def adapter_config(
     spec: AgentSpec,
-    workspace: Path,
     env: AgentEnv,
     *,
     task_id: str,
@@ -158,7 +157,6 @@ def prepare_launch(
         raise SpecError(msg)
     config = adapter_config(
         spec,
-        workspace,
         env,
         task_id=task_id,
         seed=seed,

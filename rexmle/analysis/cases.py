@@ -71,7 +71,8 @@ def case_pairs(
     suffixes: tuple[str, ...] = MASK_SUFFIXES,
 ) -> list[CasePair]:
     """The cases present (as files with ``suffixes``) in both the submission and the gold of a
-    task of one of ``task_types``, sorted by id."""
+    task of one of ``task_types``, sorted by id.
+    """
     columns = file_column(task_id, task_types)
     if columns is None:
         return []

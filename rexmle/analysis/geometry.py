@@ -1,5 +1,5 @@
 """Geometry diagnostics of a segmentation: would it match the truth after an axis permutation,
-a flip, or a relabelling? (The "axes swapped" failure: a valid file that scores near zero.)
+a flip, or a relabelling? The "axes swapped" failure: a valid file that scores near zero.
 
 Pure functions on label arrays (axis order as in :mod:`rexmle.io`); no file access.
 

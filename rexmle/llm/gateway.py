@@ -354,7 +354,8 @@ class Gateway:
         self, run_id: str, folder: Path, *, socket_dir: Path, limits: Limits | None = None
     ) -> RunLink:
         """Give a run a token; its usage and trajectory go to ``folder``; ``limits`` default to
-        the config's."""
+        the config's.
+        """
         if self.state_dir is None:
             msg = "the gateway is not started"
             raise GatewayError(msg)

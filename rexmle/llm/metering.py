@@ -153,7 +153,8 @@ class RunMeter:
 
     def record(self, line: UsageLine, trajectory: dict[str, Any] | None = None) -> None:
         """Append the usage line (and the call's bodies, within the size cap); stop the run
-        once the budget is spent."""
+        once the budget is spent.
+        """
         with self._lock:
             self.spent_usd += line.cost_usd
             text = redact(json.dumps(asdict(line)), self.secrets)
@@ -214,7 +215,8 @@ _SHARED: dict[Path, Registry] = {}
 
 def shared_registry(state_dir: Path, secrets: list[str]) -> Registry:
     """One registry per state folder in this process (the proxy loads its hook module twice:
-    once for the auth function, once for the callback)."""
+    once for the auth function, once for the callback).
+    """
     return _SHARED.setdefault(state_dir, Registry(state_dir, secrets))
 
 

@@ -22,6 +22,7 @@ import gateway_metering as metering
 from fastapi import HTTPException, Request
 from litellm.integrations.custom_logger import CustomLogger
 from litellm.proxy._types import UserAPIKeyAuth
+from typing_extensions import override
 
 STATE_DIR = Path(os.environ["REXMLE_GATEWAY_STATE"])
 SETTINGS = json.loads((STATE_DIR / "gateway.json").read_text(encoding="utf-8"))
@@ -101,6 +102,7 @@ def _dropped(kwargs: dict[str, Any]) -> list[str]:
 class MeteringHandler(CustomLogger):
     """Budget and rate cap before each call; usage line and trajectory after it."""
 
+    @override
     async def async_pre_call_hook(
         self, user_api_key_dict: UserAPIKeyAuth, cache: Any, data: dict, call_type: Any
     ) -> dict:
@@ -172,6 +174,7 @@ class MeteringHandler(CustomLogger):
             "error": line.error,
         }
 
+    @override
     async def async_log_success_event(
         self, kwargs: dict[str, Any], response_obj: Any, start_time: Any, end_time: Any
     ) -> None:
@@ -182,6 +185,7 @@ class MeteringHandler(CustomLogger):
         line = self._line(kwargs, response_obj, "ok")
         meter.record(line, self._trajectory(kwargs, line))
 
+    @override
     async def async_log_failure_event(
         self, kwargs: dict[str, Any], response_obj: Any, start_time: Any, end_time: Any
     ) -> None:

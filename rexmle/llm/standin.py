@@ -41,7 +41,8 @@ STREAM_PIECE_CHARS = 8
 @dataclass(frozen=True)
 class ToolCall:
     """A function call in a scripted reply (OpenAI tool call, Responses function call,
-    Anthropic tool_use block)."""
+    Anthropic tool_use block).
+    """
 
     name: str
     arguments: dict[str, Any]
@@ -400,7 +401,7 @@ class _Handler(BaseHTTPRequestHandler):
     the client's delayed ACK (about 40 ms on Linux)."""
     server: _Server
 
-    def log_message(self, format: str, *args: object) -> None:
+    def log_message(self, _format: str, *_args: object) -> None:
         return
 
     def _send_json(self, status: int, payload: Any) -> None:
@@ -507,7 +508,9 @@ class _Server(ThreadingHTTPServer):
 
 
 class ScriptedUpstream:
-    """The stand-in server (see the module docstring). Use as a context manager::
+    """The stand-in server (see the module docstring).
+
+    Use as a context manager::
 
     with ScriptedUpstream([Reply(text="hello")]) as upstream:
         call(upstream.base_url + "/v1/chat/completions", ...)

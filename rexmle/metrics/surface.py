@@ -390,7 +390,8 @@ def _distances_or_empty_value(
     one_empty_value_mm: float | None,
 ) -> SurfaceDistances | float:
     """Surface distances of two masks, or the empty-case value: 0.0 when both are empty, the
-    one-empty value (None = the volume diagonal) when only one is."""
+    one-empty value (None = the volume diagonal) when only one is.
+    """
     check_mask_pair(pred, truth)
     _check_spacing(spacing_mm, pred.ndim)
     pred_any, truth_any = bool(pred.any()), bool(truth.any())

@@ -491,10 +491,10 @@ def invalid_neighbor_error(
     pred_labels: npt.NDArray[np.integer],
     valid_neighbors: Mapping[int, Iterable[int]],
 ) -> float:
-    """Mean number of anatomically invalid neighbours per predicted label.
+    r"""Mean number of anatomically invalid neighbours per predicted label.
 
     Definition: for each label l present in P, N_P(l) = labels touching l (`label_neighbors`,
-        26-neighbourhood, zero-padded); NbErr_l = |N_P(l) \\ V(l)| with V(l) the valid
+        26-neighbourhood, zero-padded); NbErr_l = |N_P(l) \ V(l)| with V(l) the valid
         neighbours of l from `valid_neighbors`; the result is the mean of NbErr_l over the
         labels present in P.
     Units: labels; 0 is perfect; lower is better.

@@ -1,5 +1,6 @@
 """Reports over many runs: the run-table (one row per run), the published-form tables per group,
-condition and data mode, seed statistics, Markdown, JSON and HTML with plots."""
+condition and data mode, seed statistics, Markdown, JSON and HTML with plots.
+"""
 
 from rexmle.report.collect import RunResult, collect_runs
 from rexmle.report.render import write_report

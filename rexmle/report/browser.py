@@ -172,7 +172,8 @@ def _message_text(message: object) -> str:
 
 def trajectory_html(path: Path) -> str:
     """The gateway's trajectory (``llm_trajectory.jsonl``): one collapsed entry per call with its
-    last request messages and the response, each entry capped at TRAJECTORY_ENTRY_CHARS."""
+    last request messages and the response, each entry capped at TRAJECTORY_ENTRY_CHARS.
+    """
     text, size = read_tail(path, LOG_CAP_BYTES)
     if not size:
         return ""

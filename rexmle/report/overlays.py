@@ -90,7 +90,8 @@ def overlay_png(gold: npt.NDArray[np.generic], pred: npt.NDArray[np.generic]) ->
 
 def _slices(gold: npt.NDArray[np.generic], pred: npt.NDArray[np.generic]) -> list[int]:
     """Up to SLICES_PER_CASE z indices: the gold's largest slice and its occupied range's
-    quartiles (the prediction's when the gold is empty; the middle when both are)."""
+    quartiles (the prediction's when the gold is empty; the middle when both are).
+    """
     source = gold if np.any(gold) else pred
     area = (np.asarray(source) > 0).sum(axis=(0, 1))
     occupied = np.flatnonzero(area)
@@ -127,7 +128,8 @@ def _ranked_cases(
 def score_key(task_id: str, rows: list[CaseRow]) -> str | None:
     """The per-case column that ranks cases: the headline key when present, else the first
     leaderboard metric present; None when cases carry no metric (cases are then taken in id
-    order)."""
+    order).
+    """
     from rexmle.tasks.registry import get_task
 
     spec = get_task(task_id)

@@ -234,7 +234,8 @@ def _common_sections(content: ReportContent) -> list[tuple[str, pd.DataFrame]]:
 def render_markdown(results: Sequence[RunResult], *, content: ReportContent | None = None) -> str:
     """The report as Markdown: banners, then per (group, condition, data) the published table,
     agent statistics, the performance overview and seed statistics; leaderboard sources; failed
-    runs with reasons and classes; the failure analysis."""
+    runs with reasons and classes; the failure analysis.
+    """
     content = content or report_content(results)
     parts = [
         "# ReX-MLE report\n",

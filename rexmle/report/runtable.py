@@ -79,7 +79,8 @@ def _llm_number(llm: dict[str, object], *keys: str) -> float:
 
 def _llm_tokens(llm: dict[str, object]) -> float:
     """Total tokens: the recorded total, else the sum of input and output (prompt and
-    completion) tokens; NaN when the run recorded none."""
+    completion) tokens; NaN when the run recorded none.
+    """
     total = _llm_number(llm, "total_tokens", "tokens")
     if not np.isnan(total):
         return total

@@ -306,6 +306,7 @@ def failures_table(results: Sequence[RunResult] | pd.DataFrame) -> pd.DataFrame:
 
 def unscored_table(results: Sequence[RunResult] | pd.DataFrame) -> pd.DataFrame:
     """Runs that count neither for nor against an agent: unfinished (``running``,
-    ``cancelled``) and harness errors (``infra_error``), with their reason and path."""
+    ``cancelled``) and harness errors (``infra_error``), with their reason and path.
+    """
     frame = _frame(results)
     return frame[~frame["scored"]][RUN_LIST_COLUMNS].reset_index(drop=True)

@@ -46,7 +46,7 @@ def _interrupt_on_sigterm() -> Iterator[None]:
     set) nothing changes.
     """
 
-    def handler(signum: int, frame: FrameType | None) -> None:
+    def handler(_signum: int, _frame: FrameType | None) -> None:
         raise KeyboardInterrupt
 
     if threading.current_thread() is not threading.main_thread():
@@ -329,7 +329,8 @@ def _execute_local(
     validation_memory_mb: int = DEFAULT_VALIDATION_MEMORY_BYTES >> 20,
 ) -> None:
     """Run the plan's jobs in the local pool (with the LLM gateway when one is planned), print
-    the summary, exit by the exit-code rules."""
+    the summary, exit by the exit-code rules.
+    """
     from rexmle.llm.run_setup import running_gateway
     from rexmle.runner.executor import RunOptions, run_jobs
     from rexmle.tasks.parallel import default_workers

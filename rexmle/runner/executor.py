@@ -217,7 +217,8 @@ def _grade(job: RunJob, options: RunOptions, submission: Path) -> tuple[GradeSum
 def _write_overlays(job: RunJob, options: RunOptions, submission: Path) -> None:
     """Overlay images of a graded segmentation run, drawn from the private gold into the run
     folder (``overlays/``, never the workspace; :mod:`rexmle.report.overlays`). A failure is
-    written to ``overlays/error.txt`` and leaves the run's status alone."""
+    written to ``overlays/error.txt`` and leaves the run's status alone.
+    """
     from rexmle.report.overlays import OVERLAY_DIR, write_overlays
     from rexmle.tasks.folders import task_dirs
 

@@ -157,10 +157,10 @@ class LocalSlurmCluster:
             ],
             "munged",
         )
-        self._wait(lambda: (munge / "munge.socket").exists(), "munged", "munged.out")
+        self._wait(lambda: (munge / "munge.socket").exists(), "munged")
         self._start([shutil.which("slurmctld") or "slurmctld", "-D", "-i"], "slurmctld")
         self._start([shutil.which("slurmd") or "slurmd", "-D", "-N", self.node], "slurmd")
-        self._wait(self._node_idle, "the node", "slurmd.out")
+        self._wait(self._node_idle, "the node")
         return self
 
     def _node_idle(self) -> bool:
@@ -177,7 +177,7 @@ class LocalSlurmCluster:
             return False
         return done.returncode == 0 and done.stdout.strip().startswith("idle")
 
-    def _wait(self, ready: object, what: str, log_name: str) -> None:
+    def _wait(self, ready: object, what: str) -> None:
         deadline = time.monotonic() + START_TIMEOUT_S
         while not ready():  # type: ignore[operator]
             dead = [p for p in self._processes if p.poll() is not None]

@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(f"cannot read the run of array task {index_text}: {error}\n")
         return 2
 
-    def stop(signum: int, frame: FrameType | None) -> None:
+    def stop(_signum: int, _frame: FrameType | None) -> None:
         options.cancel.set()
 
     signal.signal(signal.SIGTERM, stop)

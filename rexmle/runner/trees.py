@@ -21,7 +21,7 @@ SPECIAL_BITS = stat.S_ISUID | stat.S_ISGID
 
 
 def printable_name(name: str | os.PathLike[str]) -> str:
-    """``name`` as valid UTF-8 text for records: undecodable bytes become ``\\xNN`` escapes."""
+    r"""``name`` as valid UTF-8 text for records: undecodable bytes become ``\xNN`` escapes."""
     return os.fsencode(name).decode("utf-8", errors="backslashreplace")
 
 

@@ -145,7 +145,7 @@ class _Handler(BaseHTTPRequestHandler):
     def address_string(self) -> str:
         return "local"
 
-    def log_message(self, format: str, *args: object) -> None:
+    def log_message(self, _format: str, *_args: object) -> None:
         return
 
     def _reply(
@@ -283,7 +283,8 @@ class ValidationServer:
         """Unpack and validate one upload (its bytes or the file holding them) in a child process
         under ``memory_bytes``; returns (HTTP status, JSON body). Never a score.
 
-        ``multipart``: the Content-Type of a multipart upload (converted in the child)."""
+        ``multipart``: the Content-Type of a multipart upload (converted in the child).
+        """
         with self._check_lock:
             self.n_requests += 1
             with tempfile.TemporaryDirectory(prefix="rexmle-check-") as scratch:

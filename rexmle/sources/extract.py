@@ -89,10 +89,10 @@ def archive_format(path: Path) -> ArchiveFormat | None:
 
 
 def member_path_problem(name: str, limits: ArchiveLimits = SOURCE_LIMITS) -> str | None:
-    """Why an archive member name is unsafe, or None when it stays inside the target.
+    r"""Why an archive member name is unsafe, or None when it stays inside the target.
 
     The rules are :func:`rexmle.tasks.paths.relative_path_problem` under ``limits.paths``; with
-    the default limits backslashes count as separators, so a Windows-made ``..\\x`` is caught.
+    the default limits backslashes count as separators, so a Windows-made ``..\x`` is caught.
     """
     problem = relative_path_problem(name, limits.paths)
     if problem is None:

@@ -330,7 +330,7 @@ def _obtain(
             msg = f"task {task.id!r}: from_dir {from_dir} is not a folder"
             raise DownloadError(msg)
 
-        def take(job: _Job, bars: TransferProgress, cancel: threading.Event) -> DownloadedFile:
+        def take(job: _Job, _bars: TransferProgress, _cancel: threading.Event) -> DownloadedFile:
             return _take_local(job, from_dir, allow_unpinned=allow_unpinned)
 
         return _run_parallel(jobs, take, max_parallel=max_parallel, progress=progress, total=None)
@@ -551,7 +551,8 @@ def _record(
 
 def local_candidates(from_dir: Path, name: str, raw_folder: str) -> list[Path]:
     """Where a file is looked for in ``from_dir``: at its top, in ``downloads/``, and in
-    ``<raw_folder>/downloads/`` (the layout of another rexmle data dir)."""
+    ``<raw_folder>/downloads/`` (the layout of another rexmle data dir).
+    """
     return [
         from_dir / name,
         from_dir / "downloads" / name,

@@ -18,7 +18,8 @@ DEFAULT_BASE_URLS = {
 
 def base_url(env_var: str) -> str:
     """Base URL of a source: the environment variable when set (a mirror or a test server),
-    else the public service. Read at call time. No trailing slash."""
+    else the public service. Read at call time. No trailing slash.
+    """
     value = os.environ.get(env_var) or DEFAULT_BASE_URLS[env_var]
     return value.rstrip("/")
 

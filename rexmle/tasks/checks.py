@@ -206,7 +206,8 @@ def placement_difference(image: Geometry, reference: Geometry) -> float:
 
 def spacing_difference(image: Geometry, reference: Geometry, tolerance_mm: float) -> str | None:
     """A problem when a voxel size of ``image`` differs from ``reference``'s by more than
-    ``tolerance_mm`` on some axis, else None (spacings shown rounded to 6 decimals)."""
+    ``tolerance_mm`` on some axis, else None (spacings shown rounded to 6 decimals).
+    """
     offset = np.abs(np.asarray(image.spacing_mm) - np.asarray(reference.spacing_mm)).max()
     if offset <= tolerance_mm:
         return None

@@ -137,7 +137,8 @@ Severity = Literal["error", "warning"]
 
 class FileRule(_Strict):
     """Declared rules for the files of one path column, checked by grading before the task's own
-    checks (public data only, never a repair)."""
+    checks (public data only, never a repair).
+    """
 
     suffixes: list[str]
     """Accepted file name endings, lower case (``.nii.gz``, ``.png``)."""
@@ -219,7 +220,8 @@ class SubmissionSpec(_Strict):
 
 class FunctionsSpec(_Strict):
     """The task's plain functions, as ``module:function``; a module starting with ``.`` is inside
-    the family's package (``.prepare:prepare`` is ``rexmle.challenges.<family>.prepare``)."""
+    the family's package (``.prepare:prepare`` is ``rexmle.challenges.<family>.prepare``).
+    """
 
     make_fixture: str
     """``(raw_dir: Path, *, seed: int) -> None``: write the mini raw data in the real layout."""

@@ -1,6 +1,7 @@
 """LLM agent adapters, without installing any agent: the exact command line, environment and
 files each builds (paper preset and custom), secrets and private paths kept out, the GPU pin,
-and the best valid submission kept against a real validation server."""
+and the best valid submission kept against a real validation server.
+"""
 
 from __future__ import annotations
 
@@ -68,7 +69,6 @@ def config_for(agent_id: str, workspace: Workspace, env: AgentEnv, **overrides) 
     spec = load_agent(agent_id).with_overrides(**overrides)
     config = adapter_config(
         spec,
-        workspace.root,
         env,
         task_id="isles22",
         seed=0,
@@ -126,7 +126,8 @@ def test_aide_custom_model_steps_and_timeout(workspace, tmp_path):
         "aide/claude-sonnet-4-5", workspace, fake_env(tmp_path, "aide"), steps=3, step_timeout_s=60
     )
     argv = aide.build(config, GATEWAY).argv
-    assert "agent.steps=3" in argv and "exec.timeout=60" in argv
+    assert "agent.steps=3" in argv
+    assert "exec.timeout=60" in argv
     assert "agent.code.model=gw/claude-sonnet-4-5" in argv
     assert "agent.feedback.model=gw/claude-sonnet-4-5" in argv
     assert load_agent("aide/claude-sonnet-4-5").id == "aide-claude-sonnet-4-5"
@@ -191,9 +192,7 @@ def test_ml_master_without_its_source_is_refused(workspace, tmp_path):
         ml_master.build(config, GATEWAY)
 
 
-def test_rdagent_paper_preset_command_line_environment_and_files(
-    workspace, tmp_path, prepared_mini
-):
+def test_rdagent_paper_preset_command_line_environment_and_files(workspace, tmp_path):
     ws = workspace.root
     config = config_for("rdagent", workspace, fake_env(tmp_path, "rdagent"))
     launch = rdagent.build(config, {**GATEWAY, "PATH": "/usr/bin:/bin"})
@@ -294,7 +293,8 @@ def test_no_provider_key_and_no_private_path_reaches_the_sandbox(
     for secret in HOST_SECRETS.values():
         assert secret not in seen
     assert str(mini_data_dir) not in seen
-    assert "/private" not in seen and "gold" not in seen
+    assert "/private" not in seen
+    assert "gold" not in seen
     assert launch.record.lock_hash == env.lock_hash
     assert launch.readonly[0] == env.root
 
@@ -388,7 +388,8 @@ def test_best_valid_submission_is_kept_and_invalid_or_worse_ones_are_not(
         ("broken", False),
         ("better", True),
     ]
-    assert best.best_metric == 0.7 and best.n_kept == 2
+    assert best.best_metric == 0.7
+    assert best.n_kept == 2
 
 
 def test_aide_results_offer_only_good_nodes_with_their_metric(server, prepared_mini, tmp_path):
@@ -416,17 +417,21 @@ def test_aide_results_offer_only_good_nodes_with_their_metric(server, prepared_m
         results.poll()
 
     step(False, 0.30)  # lower is better for this agent's own metric
-    assert best.n_kept == 1 and best.best_metric == 0.30
+    assert best.n_kept == 1
+    assert best.best_metric == 0.30
     step(True, None)
     step(False, 0.45)  # worse
     assert best.n_kept == 1
     step(False, 0.20)
-    assert best.n_kept == 2 and best.best_metric == 0.20
+    assert best.n_kept == 2
+    assert best.best_metric == 0.20
     masks = sorted(p.name for p in (tmp_path / "submission").rglob("*.nii.gz"))
-    assert masks == sorted(p.name for p in working.rglob("*.nii.gz")) and masks
+    assert masks == sorted(p.name for p in working.rglob("*.nii.gz"))
+    assert masks
     results.collect()
     collected = tmp_path / "agent_output" / "logs"
-    assert (collected / "journal.json").is_file() and (collected / "best_solution.py").is_file()
+    assert (collected / "journal.json").is_file()
+    assert (collected / "best_solution.py").is_file()
 
 
 def test_adapter_stops_the_agent_on_sigterm_and_still_collects(tmp_path):
@@ -514,4 +519,5 @@ def test_rdagent_valid_script_checks_the_code_workspace_with_the_server(
     bad = subprocess.run(
         [sys.executable, str(valid)], cwd=code_workspace, capture_output=True, text=True
     )
-    assert bad.returncode == 1 and "invalid" in bad.stdout
+    assert bad.returncode == 1
+    assert "invalid" in bad.stdout

@@ -1,5 +1,6 @@
 """An agent's environment inside the bwrap sandbox: visible only when the request names it,
-and read-only even to an agent that tries to change it."""
+and read-only even to an agent that tries to change it.
+"""
 
 from __future__ import annotations
 
@@ -53,4 +54,5 @@ def test_environment_is_shown_read_only_and_only_when_asked(tmp_path: Path):
     assert "write: refused 30" in shown  # EROFS
     assert (env_folder / "module.py").read_text() == "VALUE = 1"
     hidden = run_probe(tmp_path, env_folder, (), "hidden")
-    assert "read:" not in hidden and "FileNotFoundError" in hidden
+    assert "read:" not in hidden
+    assert "FileNotFoundError" in hidden

@@ -38,8 +38,10 @@ def test_every_paper_agent_has_a_hashed_lock_per_torch_variant():
             assert lock.count("--hash=sha256:") >= len(pins)
         cpu = (ENVS / name / "cpu.lock").read_text()
         cuda = (ENVS / name / "cuda.lock").read_text()
-        assert "torch==2.13.0+cpu" in cpu and "nvidia-" not in cpu
-        assert "\ntorch==2.13.0 " in cuda and "nvidia-cudnn" in cuda
+        assert "torch==2.13.0+cpu" in cpu
+        assert "nvidia-" not in cpu
+        assert "\ntorch==2.13.0 " in cuda
+        assert "nvidia-cudnn" in cuda
         for module in ("monai==", "nibabel==", "simpleitk==", "scikit-image=="):
             assert module in cpu.lower(), f"{name}: {module} missing from the imaging runtime"
     assert "torchvision==0.28.0" in (ENVS / "aide" / "cuda.lock").read_text()
@@ -109,7 +111,8 @@ def test_install_is_real_offline_idempotent_and_keyed_by_the_lock(tiny_envs: Pat
     env = resolve_env("tiny", variant="cpu", cache_dir=tmp_path / "cache")
     lines: list[str] = []
     first = install_env(env, index_url=None, progress=lines.append)
-    assert first.installed and env.is_installed()
+    assert first.installed
+    assert env.is_installed()
     assert any("tiny-agent==1.0" in line for line in lines)  # uv's own progress came through
     done = subprocess.run(
         [str(env.python), "-c", "import tiny_agent; print(tiny_agent.VALUE)"],
@@ -120,16 +123,19 @@ def test_install_is_real_offline_idempotent_and_keyed_by_the_lock(tiny_envs: Pat
     assert done.stdout.strip() == "42"
     stamp = json.loads(env.stamp.read_text())
     assert stamp["lock_hash"] == env.lock_hash
-    assert stamp["agent"] == "tiny" and stamp["variant"] == "cpu"
+    assert stamp["agent"] == "tiny"
+    assert stamp["variant"] == "cpu"
     again = install_env(env, index_url=None)
     assert not again.installed
     assert env.root in env.readonly_mounts()
-    assert env.interpreter_home() is not None and env.interpreter_home().is_dir()
+    assert env.interpreter_home() is not None
+    assert env.interpreter_home().is_dir()
     # another lock is another folder; the first one stays
     lock = tiny_envs / "tiny" / "cpu.lock"
     lock.write_text(lock.read_text() + "# changed\n")
     changed = resolve_env("tiny", variant="cpu", cache_dir=tmp_path / "cache")
-    assert changed.root != env.root and not changed.is_installed()
+    assert changed.root != env.root
+    assert not changed.is_installed()
     assert env.is_installed()
 
 
@@ -139,7 +145,8 @@ def test_a_hash_mismatch_or_failed_import_leaves_no_stamp(tiny_envs: Path, tmp_p
     env = resolve_env("tiny", variant="cpu", cache_dir=tmp_path / "cache")
     with pytest.raises(EnvInstallError, match=r"installing cpu\.lock failed"):
         install_env(env, index_url=None)
-    assert not env.stamp.exists() and not env.is_installed()
+    assert not env.stamp.exists()
+    assert not env.is_installed()
     (tiny_envs / "tiny" / "env.yaml").write_text(
         "name: tiny\ndescription: t\ncheck_imports: [tiny_agent, not_installed_module]\n"
     )

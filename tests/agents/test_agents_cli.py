@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from rexmle.cli import app
@@ -20,20 +21,25 @@ def test_list_shows_every_agent_and_whether_its_environment_is_installed(monkeyp
     rows = [json.loads(line) for line in result.output.replace("}\n{", "}\n\n{").split("\n\n")]
     by_id = {row["id"]: row for row in rows}
     assert sorted(by_id) == ["aide", "baseline", "command", "dummy", "ml-master", "rdagent"]
-    assert by_id["aide"]["installed"] is False and by_id["aide"]["variant"] == "cpu"
+    assert by_id["aide"]["installed"] is False
+    assert by_id["aide"]["variant"] == "cpu"
     assert by_id["aide"]["path"].startswith(str(tmp_path / "agents" / "aide-cpu-"))
-    assert by_id["ml-master"]["steps"] == 5000 and "environment" not in by_id["dummy"]
+    assert by_id["ml-master"]["steps"] == 5000
+    assert "environment" not in by_id["dummy"]
 
 
-def test_install_is_idempotent_and_says_so(tiny_envs, monkeypatch, tmp_path):
+@pytest.mark.usefixtures("tiny_envs")
+def test_install_is_idempotent_and_says_so(monkeypatch, tmp_path):
     monkeypatch.setenv("REXMLE_AGENTS_DIR", str(tmp_path / "agents"))
     first = runner.invoke(app, ["agents", "install", "tiny", "--variant", "cpu", "--offline"])
     assert first.exit_code == 0, first.output
     assert "tiny: installed in" in first.output
     again = runner.invoke(app, ["agents", "install", "tiny", "--variant", "cpu", "--offline"])
-    assert again.exit_code == 0 and "tiny: already installed" in again.output
+    assert again.exit_code == 0
+    assert "tiny: already installed" in again.output
     unknown = runner.invoke(app, ["agents", "install", "nothing"])
-    assert unknown.exit_code == 2 and "no agent environment 'nothing'" in unknown.output
+    assert unknown.exit_code == 2
+    assert "no agent environment 'nothing'" in unknown.output
 
 
 def test_run_refuses_an_llm_agent_whose_environment_is_missing(monkeypatch, tmp_path: Path):
@@ -48,7 +54,9 @@ def test_run_refuses_an_llm_agent_whose_environment_is_missing(monkeypatch, tmp_
     assert not (tmp_path / "r").exists()
     monkeypatch.setenv("REXMLE_AGENTS_DIR", str(outside / "d" / "agents"))
     hidden = runner.invoke(app, [*args, "--agent", "aide"])
-    assert hidden.exit_code == 2 and "hides that folder" in " ".join(hidden.output.split())
+    assert hidden.exit_code == 2
+    assert "hides that folder" in " ".join(hidden.output.split())
     not_llm = runner.invoke(app, [*args, "--agent", "dummy", "--model", "gpt-5"])
-    assert not_llm.exit_code == 2 and "llm agents only" in " ".join(not_llm.output.split())
+    assert not_llm.exit_code == 2
+    assert "llm agents only" in " ".join(not_llm.output.split())
     assert not outside.exists()

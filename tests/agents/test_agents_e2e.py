@@ -81,7 +81,7 @@ def ml_master_declaration(folder: Path) -> Path:
 @pytest.mark.parametrize("agent", sorted(ACCEPTED_STATUSES))
 def test_agent_runs_end_to_end_to_a_graded_submission(agent, upstream, tmp_path: Path):
     env = resolve_env(agent)
-    install_env(env, progress=lambda line: None)
+    install_env(env, progress=lambda _line: None)
     CURRENT["agent"] = agent
     accepted = ACCEPTED_STATUSES[agent]
     agent_arg = ["--agent", agent]
@@ -113,7 +113,8 @@ def test_agent_runs_end_to_end_to_a_graded_submission(agent, upstream, tmp_path:
     assert record["sandbox"]["network_isolated"] is True
     assert record["agent_env"]["lock_hash"] == env.lock_hash
     usage = [json.loads(line) for line in (folder / "llm_usage.jsonl").read_text().splitlines()]
-    assert len(usage) >= 2 and record["llm"]["calls"] == len(usage)
+    assert len(usage) >= 2
+    assert record["llm"]["calls"] == len(usage)
     assert len(upstream.completion_requests()) >= 2
     kept = [json.loads(line) for line in (folder / "agent_output" / "submissions.jsonl").open()]
     assert any(entry["kept"] for entry in kept)

@@ -19,12 +19,15 @@ def test_built_in_agents():
     assert {a.kind for a in agents.values()} == {"baseline", "command", "dummy", "llm"}
     for name in ("aide", "ml-master", "rdagent"):
         spec = agents[name]
-        assert spec.llm is not None and spec.llm.environment == name
-        assert spec.network is False and spec.env == []  # no provider key is passed through
+        assert spec.llm is not None
+        assert spec.llm.environment == name
+        assert spec.network is False
+        assert spec.env == []
         with pytest.raises(SpecError, match="started by its adapter"):
             spec.argv()
     assert agents["baseline"].argv() == [sys.executable, "-m", "rexmle.agents.baseline"]
-    assert agents["dummy"].network is False and agents["baseline"].network is False
+    assert agents["dummy"].network is False
+    assert agents["baseline"].network is False
 
 
 def test_command_agent_needs_a_command_and_is_named_by_it():

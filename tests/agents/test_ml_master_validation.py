@@ -1,6 +1,7 @@
 """ML-Master's validation protocol: multipart CSV to POST /validate, GET /health, answered by the
 validation server (format only) directly and through the adapter's forwarder (which adds the
-files the CSV names)."""
+files the CSV names).
+"""
 
 from __future__ import annotations
 
@@ -51,9 +52,12 @@ def test_multipart_csv_with_its_files_is_valid_and_without_them_invalid(
     }
     assert files  # isles22 names one mask file per test case
     status, answer = post_multipart(server.url, csv_bytes, files)
-    assert status == 200 and answer["is_valid"] is True and answer["result"] == "valid"
+    assert status == 200
+    assert answer["is_valid"] is True
+    assert answer["result"] == "valid"
     status, alone = post_multipart(server.url, csv_bytes)
-    assert status == 200 and alone["is_valid"] is False
+    assert status == 200
+    assert alone["is_valid"] is False
     missing = next(iter(files))
     assert missing in alone["result"]  # the reasons name the files that were not sent
     for word in SCORE_WORDS:
@@ -88,8 +92,11 @@ def test_forwarder_adds_the_named_files_from_ml_masters_submission_folder(
         assert response.status == 200
     # exactly what ML-Master sends: the node's CSV alone
     status, answer = post_multipart(f"{base}/validate", node_csv.read_bytes())
-    assert status == 200 and answer["is_valid"] is True
+    assert status == 200
+    assert answer["is_valid"] is True
     broken = b"\n".join(node_csv.read_bytes().splitlines()[:-1]) + b"\n"
     status, answer = post_multipart(f"{base}/validate", broken)
-    assert status == 200 and answer["is_valid"] is False and answer["result"]
+    assert status == 200
+    assert answer["is_valid"] is False
+    assert answer["result"]
     forwarder.server.shutdown()

@@ -1,5 +1,6 @@
 """Geometry diagnostics: a gold mask transposed, flipped or relabelled is detected as such;
-a random mask and the gold itself are not."""
+a random mask and the gold itself are not.
+"""
 
 from __future__ import annotations
 
@@ -40,18 +41,22 @@ def test_the_gold_itself_is_ok() -> None:
 def test_a_transposed_gold_is_detected_on_a_square_and_a_non_square_grid() -> None:
     gold = _gold()
     square = diagnose(np.transpose(gold, (1, 0, 2)), gold)
-    assert square.kind == "axes_permuted" and square.transform == "transpose (1, 0, 2)"
-    assert square.dice_as_is < 0.25 and square.dice_fixed == 1.0
+    assert square.kind == "axes_permuted"
+    assert square.transform == "transpose (1, 0, 2)"
+    assert square.dice_as_is < 0.25
+    assert square.dice_fixed == 1.0
     # on a (20, 20, 12) grid a (z, y, x) array has another shape: only a permutation fits
     other = diagnose(np.transpose(gold, (2, 1, 0)), gold)
-    assert other.kind == "axes_permuted" and other.dice_as_is == 0.0
+    assert other.kind == "axes_permuted"
+    assert other.dice_as_is == 0.0
 
 
 @pytest.mark.parametrize("axis", [0, 1, 2])
 def test_a_flipped_gold_is_detected(axis: int) -> None:
     gold = _gold()
     finding = diagnose(np.flip(gold, axis), gold)
-    assert finding.kind == "flipped" and finding.transform == f"flip axes ({axis},)"
+    assert finding.kind == "flipped"
+    assert finding.transform == f"flip axes ({axis},)"
     assert finding.dice_fixed == 1.0
 
 
@@ -66,7 +71,8 @@ def test_swapped_labels_are_detected() -> None:
     gold = _gold()
     swapped = np.where(gold == 1, 2, np.where(gold == 2, 1, 0)).astype(np.uint8)
     finding = diagnose(swapped, gold)
-    assert finding.kind == "labels_remapped" and finding.transform == "labels {1: 2, 2: 1}"
+    assert finding.kind == "labels_remapped"
+    assert finding.transform == "labels {1: 2, 2: 1}"
     assert (finding.dice_as_is, finding.dice_fixed) == (0.0, 1.0)
 
 
@@ -85,7 +91,8 @@ def test_large_volumes_are_searched_on_a_subsample() -> None:
     gold = np.zeros((160, 140, 100), dtype=np.uint8)
     gold[20:70, 90:130, 10:40] = 1
     finding = diagnose(np.flip(gold, 1), gold)
-    assert finding.kind == "flipped" and finding.dice_fixed == pytest.approx(1.0)
+    assert finding.kind == "flipped"
+    assert finding.dice_fixed == pytest.approx(1.0)
 
 
 def test_a_dimension_mismatch_is_an_error() -> None:

@@ -140,7 +140,8 @@ def test_analyze_flags_a_flipped_and_a_transposed_gold_not_the_gold(
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert "flipped" in done.stdout and "axes_permuted" in done.stdout
+    assert "flipped" in done.stdout
+    assert "axes_permuted" in done.stdout
     payload = json.loads((tmp_path / "a.json").read_text())
     assert {r["agent"]: r["geometry"]["kind"] for r in payload["runs"]} == {
         "oracle": "ok",

@@ -114,7 +114,9 @@ def test_wrong_shape(dirs, tmp_path) -> None:
     folder = _copy_gold(dirs, tmp_path / "s")
     _rewrite_mask(folder, "sub-strokecase0002", np.zeros((17, 16, 8), np.uint8))
     (reason,) = _invalid_reasons(dirs, folder)
-    assert "sub-strokecase0002" in reason and "(17, 16, 8)" in reason and "(16, 16, 8)" in reason
+    assert "sub-strokecase0002" in reason
+    assert "(17, 16, 8)" in reason
+    assert "(16, 16, 8)" in reason
 
 
 def test_trailing_singleton_axis_is_not_squeezed(dirs, tmp_path) -> None:
@@ -122,7 +124,8 @@ def test_trailing_singleton_axis_is_not_squeezed(dirs, tmp_path) -> None:
     path = folder / "predictions" / "sub-strokecase0002_pred.nii.gz"
     nib.save(nib.Nifti1Image(np.zeros((16, 16, 8, 1), np.uint8), np.eye(4)), str(path))
     (reason,) = _invalid_reasons(dirs, folder)
-    assert "4-D" in reason and "sub-strokecase0002" in reason
+    assert "4-D" in reason
+    assert "sub-strokecase0002" in reason
 
 
 def test_nan_in_a_float_mask(dirs, tmp_path) -> None:
@@ -131,7 +134,8 @@ def test_nan_in_a_float_mask(dirs, tmp_path) -> None:
     mask[0, 0, 0] = np.nan
     _rewrite_mask(folder, "sub-strokecase0009", mask)
     (reason,) = _invalid_reasons(dirs, folder)
-    assert "sub-strokecase0009" in reason and "NaN" in reason
+    assert "sub-strokecase0009" in reason
+    assert "NaN" in reason
 
 
 def test_value_two_and_half_are_not_allowed_but_float_ones_are(dirs, tmp_path) -> None:
@@ -140,12 +144,14 @@ def test_value_two_and_half_are_not_allowed_but_float_ones_are(dirs, tmp_path) -
     mask[1, 1, 1] = 2
     _rewrite_mask(folder, "sub-strokecase0009", mask)
     (reason,) = _invalid_reasons(dirs, folder)
-    assert "2" in reason and "allowed values are [0, 1]" in reason
+    assert "2" in reason
+    assert "allowed values are [0, 1]" in reason
     floats = np.zeros((16, 16, 8), np.float32)
     floats[1, 1, 1] = 0.5
     _rewrite_mask(folder, "sub-strokecase0009", floats)
     (reason,) = _invalid_reasons(dirs, folder)
-    assert "0.5" in reason and "allowed values are [0, 1]" in reason
+    assert "0.5" in reason
+    assert "allowed values are [0, 1]" in reason
     floats[1, 1, 1] = 1.0
     _rewrite_mask(folder, "sub-strokecase0009", floats)
     assert validate_submission(TASK, folder, data_dir=dirs.root.parent).valid

@@ -88,7 +88,8 @@ def test_missing_id_and_lost_leading_zeros(dirs, tmp_path) -> None:
     assert not result.valid
     text = "\n".join(result.reasons)
     assert "'0' is not a test id" in text
-    assert "leading zeros" in text and "'0000'" in text
+    assert "leading zeros" in text
+    assert "'0000'" in text
     assert "missing" in text
 
 

@@ -119,7 +119,8 @@ def test_sample_submission_gets_the_uniform_penalty(task, tmp_path) -> None:
     #   D = ||(72, 16, 9.6)|| = sqrt(5184 + 256 + 92.16) = sqrt(5532.16)
     # physical: D = ||(19.2, 16, 36)|| = sqrt(368.64 + 256 + 1296) = sqrt(1920.64)
     for case in report.cases:
-        assert case["dsc"] == 0.0 and case["msd"] == 0.0
+        assert case["dsc"] == 0.0
+        assert case["msd"] == 0.0
         assert case["hd95"] == pytest.approx(math.sqrt(5532.16))
         assert case["masd"] == pytest.approx(math.sqrt(5532.16))
         assert case["hd95_physical"] == pytest.approx(math.sqrt(1920.64))
@@ -172,11 +173,13 @@ def test_a_uniform_case_is_penalised_and_the_others_still_scored(task, tmp_path)
     write_image(_mask(folder, ones_id), np.ones(SHAPE, np.uint8), like=gold.geometry)
     report = _grade(task_id, dirs, folder)
     ones, kept = _case(report, ones_id), _case(report, gold_id)
-    assert ones["dsc"] == 0.0 and ones["msd"] == 0.0
+    assert ones["dsc"] == 0.0
+    assert ones["msd"] == 0.0
     assert ones["hd95"] == pytest.approx(math.sqrt(5532.16))
     # the all-ones volume is real (official code: 0): 24*20*12 voxels * 0.8*0.8*3.0 mm^3
     assert ones["volume_pred_mm3"] == pytest.approx(5760 * 1.92)
-    assert kept["dsc"] == 1.0 and kept["hd95"] == 0.0
+    assert kept["dsc"] == 1.0
+    assert kept["hd95"] == 0.0
     # means over the two cases: dsc (0 + 1)/2; hd95 (D + 0)/2
     assert report.metrics["dsc"] == pytest.approx(0.5)
     assert report.metrics["hd95"] == pytest.approx(math.sqrt(5532.16) / 2)
@@ -205,7 +208,8 @@ def test_spacing_mismatch_is_invalid(task, tmp_path) -> None:
     gold = read_image(_mask(folder, test_ids[0]))
     write_image(_mask(folder, test_ids[0]), np.asarray(gold.array), spacing_mm=(1.0, 1.0, 1.0))
     (reason,) = _invalid_reasons(task_id, dirs, folder)
-    assert test_ids[0] in reason and "spacing (1.0, 1.0, 1.0)" in reason
+    assert test_ids[0] in reason
+    assert "spacing (1.0, 1.0, 1.0)" in reason
     assert "(0.8, 0.8, 3.0)" in reason
 
 
@@ -229,7 +233,9 @@ def test_size_file_type_and_unreadable_files_are_invalid(task, tmp_path) -> None
     folder = _copy_gold(dirs, tmp_path / "s")
     write_image(_mask(folder, test_ids[0]), np.zeros((24, 20, 11), np.uint8), spacing_mm=SPACING)
     (reason,) = _invalid_reasons(task_id, dirs, folder)
-    assert test_ids[0] in reason and "(24, 20, 11)" in reason and "(24, 20, 12)" in reason
+    assert test_ids[0] in reason
+    assert "(24, 20, 11)" in reason
+    assert "(24, 20, 12)" in reason
     shutil.copy(_mask(dirs.gold, test_ids[0]), folder / "predictions" / "a.nrrd")
     _mask(folder, test_ids[1]).write_bytes(b"ObjectType = Image\nbroken")
     _write_csv(
@@ -248,7 +254,8 @@ def test_nifti_masks_are_accepted(task, tmp_path) -> None:
     write_image(folder / "p.nii.gz", np.asarray(gold.array), like=gold.geometry)
     _write_csv(folder, [(test_ids[0], "p.nii.gz"), (test_ids[1], f"predictions/{test_ids[1]}.mha")])
     report = _grade(task_id, dirs, folder)
-    assert report.valid and report.metrics["dsc"] == 1.0
+    assert report.valid
+    assert report.metrics["dsc"] == 1.0
 
 
 def test_nifti_with_a_trailing_singleton_axis_is_3d_as_in_simpleitk(task, tmp_path) -> None:

@@ -46,7 +46,9 @@ def _invalid_reasons(task: str, dirs, folder: Path) -> list[str]:
     result = validate_submission(task, folder, data_dir=dirs.root.parent, workers=1)
     assert not result.valid
     report = _grade(task, dirs, folder)
-    assert not report.valid and report.metrics == {} and report.ranking.percentile == 0.0
+    assert not report.valid
+    assert report.metrics == {}
+    assert report.ranking.percentile == 0.0
     return result.reasons
 
 
@@ -246,7 +248,8 @@ def test_invalid_tissue_maps(all_dirs, tmp_path, array, needle) -> None:
     folder = _tissue_copy(dirs, tmp_path)
     tifffile.imwrite(folder / "predictions" / f"{PAIR_CASE}.tif", array)
     (reason,) = _invalid_reasons(task, dirs, folder)
-    assert PAIR_CASE in reason and needle in reason
+    assert PAIR_CASE in reason
+    assert needle in reason
 
 
 def test_unreadable_and_wrongly_typed_tissue_files(all_dirs, tmp_path) -> None:
@@ -333,7 +336,8 @@ def _shift(centre: np.ndarray, offset: np.ndarray, scale: float) -> list[float]:
 
 def _free_offsets(documents: dict[str, dict]) -> dict[str, list[np.ndarray | None]]:
     """Per nucleus, a 15 px offset whose shifted point stays >= 15.5 px from every other
-    same-class GT nucleus of its case (so only its own GT nucleus can be in reach), or None."""
+    same-class GT nucleus of its case (so only its own GT nucleus can be in reach), or None.
+    """
     chosen: dict[str, list[np.ndarray | None]] = {}
     for case_id, document in documents.items():
         centres = [np.mean(p["path_points"], axis=0) for p in document["polygons"]]
@@ -403,13 +407,15 @@ def test_invalid_nuclei_files_are_rejected_naming_the_case(all_dirs, tmp_path, c
     text = content if isinstance(content, str) else json.dumps(content)
     (folder / "predictions" / f"{PAIR_CASE}.json").write_text(text)
     (reason,) = _invalid_reasons(task, dirs, folder)
-    assert PAIR_CASE in reason and needle in reason
+    assert PAIR_CASE in reason
+    assert needle in reason
 
 
 def test_prepare_is_idempotent_and_shares_raw(all_dirs) -> None:
     dirs = all_dirs["puma-track1-task1"]
     again, worked = prepare_task("puma-track1-task1", data_dir=dirs.root.parent, mini=True)
-    assert not worked and again.root == dirs.root
+    assert not worked
+    assert again.root == dirs.root
     assert all_dirs["puma-track2-task2"].raw == dirs.raw
 
 

@@ -46,7 +46,8 @@ def _case(case_id: str, pred: Path, gold: Path, task: TaskSpec) -> ScoreCase:
 
 def test_track_class_names() -> None:
     assert TRACK1 == ("tumor", "TILs", "other")
-    assert len(TRACK2) == 10 and TRACK2[1:3] == ("lymphocytes", "plasma_cells")
+    assert len(TRACK2) == 10
+    assert TRACK2[1:3] == ("lymphocytes", "plasma_cells")
 
 
 def test_the_declared_track_names_the_classes_and_the_per_class_keys() -> None:
@@ -78,7 +79,8 @@ def test_tissue_micro_dice_pools_pixels_over_cases(tmp_path) -> None:
         score_tissue_case(_case("b", pred_b, gold_b, TISSUE)),
     ]
     first = rows[0].values
-    assert first["intersection_stroma"] == 1.0 and first["total_stroma"] == 3.0
+    assert first["intersection_stroma"] == 1.0
+    assert first["total_stroma"] == 3.0
     metrics = aggregate_tissue(rows, TISSUE)
     eps = 1e-5
     # stroma (1): I = 1 + 3 = 4, S = (2 + 1) + (3 + 3) = 9 -> (8 + eps) / (9 + eps)
@@ -89,7 +91,8 @@ def test_tissue_micro_dice_pools_pixels_over_cases(tmp_path) -> None:
     assert metrics["dice_stroma"] == pytest.approx(stroma, abs=1e-12)
     assert metrics["dice_blood_vessel"] == 0.0
     assert metrics["dice_tumor"] == pytest.approx(tumour, abs=1e-12)
-    assert metrics["dice_epidermis"] == 0.0 and metrics["dice_necrosis"] == 0.0
+    assert metrics["dice_epidermis"] == 0.0
+    assert metrics["dice_necrosis"] == 0.0
     assert metrics["dice"] == pytest.approx((stroma + tumour) / 5, abs=1e-12)
 
 
@@ -131,8 +134,10 @@ def test_nuclei_macro_f1_by_hand(tmp_path) -> None:
         score_nuclei_case(_case("b", pred_b, gold_b, NUCLEI1)),
     ]
     first = rows[0].values
-    assert first["n_matched"] == 1.0 and first["tp_tumor"] == 1.0
-    assert first["fp_tumor"] == 1.0 and first["fn_tumor"] == 1.0
+    assert first["n_matched"] == 1.0
+    assert first["tp_tumor"] == 1.0
+    assert first["fp_tumor"] == 1.0
+    assert first["fn_tumor"] == 1.0
     metrics = aggregate_nuclei(rows, NUCLEI1)
     # case a: tumor P = 1/2, R = 1/2 -> F1 1/2; TILs: TP 0 -> 0; other: FP only -> 0
     # case b: TILs matched (distance sqrt 2) -> 1
@@ -232,7 +237,8 @@ def test_valid_forms_and_ignored_keys(tmp_path) -> None:
 def test_invalid_nuclei_files(tmp_path, content, needle) -> None:
     reasons = _reasons(tmp_path, content)
     assert len(reasons) >= 1
-    assert "case.json" in reasons[0] and needle in reasons[0]
+    assert "case.json" in reasons[0]
+    assert needle in reasons[0]
 
 
 def test_item_limit_and_reason_count(tmp_path) -> None:
@@ -241,7 +247,8 @@ def test_item_limit_and_reason_count(tmp_path) -> None:
     assert f"at most {MAX_ITEMS}" in reason
     bad = {"nuclei": [{"class": "x", "centroid": [1, 2]}] * 9}
     reasons = _reasons(tmp_path, bad)
-    assert len(reasons) == 6 and "4 more invalid item(s)" in reasons[-1]
+    assert len(reasons) == 6
+    assert "4 more invalid item(s)" in reasons[-1]
     assert "nuclei[0]" in reasons[0]
 
 
@@ -264,7 +271,8 @@ def test_bulk_parsing_gives_exactly_the_polygon_centroid(tmp_path) -> None:
         polygons.append({"name": str(rng.choice(TRACK2)), "path_points": points})
     path = _json(tmp_path / "many.json", {"polygons": polygons})
     nuclei, reasons = read_nuclei_file(path, TRACK2)
-    assert reasons == [] and nuclei is not None
+    assert reasons == []
+    assert nuclei is not None
     expected = np.array([polygon_centroid(p["path_points"]) for p in polygons])
     np.testing.assert_array_equal(nuclei.xy, expected)  # bit for bit
     assert nuclei.classes == [p["name"] for p in polygons]

@@ -58,13 +58,15 @@ def test_polygons_sharing_an_edge_through_centres_cover_each_pixel_once() -> Non
     a, b = polygon_mask([left], (4, 5)), polygon_mask([right], (4, 5))
     assert not (a & b).any()
     assert (a | b).all()
-    assert a[:, :2].all() and b[:, 2:].all()  # the centre 2.5 (column 2) goes to the right one
+    assert a[:, :2].all()
+    assert b[:, 2:].all()
 
 
 def test_polygon_partly_outside_the_grid_is_clipped() -> None:
     big = _ring((-10.0, -10.0), (3.0, -10.0), (3.0, 3.0), (-10.0, 3.0))
     mask = polygon_mask([big], (5, 5))
-    assert mask[:3, :3].all() and mask.sum() == 9
+    assert mask[:3, :3].all()
+    assert mask.sum() == 9
     assert not polygon_mask([_ring((20.0, 20.0), (30.0, 20.0), (30.0, 30.0))], (5, 5)).any()
 
 
@@ -92,12 +94,14 @@ def test_multipolygon_is_the_union_and_file_order_decides_overlaps() -> None:
     multi = Feature("tissue_tumor", "MultiPolygon", [a, b])
     # even-odd applies within one polygon only: the overlap pixel (2, 2) stays covered
     union = feature_mask(multi, (5, 5))
-    assert union[2, 2] and union.sum() == 9 + 9 - 1
+    assert union[2, 2]
+    assert union.sum() == 9 + 9 - 1
     stroma = Feature("tissue_stroma", "Polygon", [a])
     background = Feature("tissue_white_background", "Polygon", [b])
     labels = paint_features([stroma, multi, background], TISSUE_VALUES, (5, 5))
     assert labels[0, 0] == TISSUE_VALUES["tissue_tumor"]  # tumour painted over stroma
-    assert labels[2, 2] == 0 and labels[4, 4] == 0  # white background painted last
+    assert labels[2, 2] == 0
+    assert labels[4, 4] == 0
     assert labels.dtype == np.uint8
 
 

@@ -70,8 +70,10 @@ def test_split_follows_sklearn_on_string_sorted_ids(dirs, test_ids) -> None:
     # string order puts D10 before D2
     assert ids[:3] == ["D1", "D10", "D2"]
     train, test = train_test_split(ids, test_size=0.2, random_state=42, shuffle=True)
-    assert split["train"] == train and split["test"] == test
-    assert len(train) == 7 and len(test) == 2
+    assert split["train"] == train
+    assert split["test"] == test
+    assert len(train) == 7
+    assert len(test) == 2
     for case_id in split["train"]:
         assert (dirs.public / "train" / "images" / f"{case_id}.nrrd").is_file()
         assert (dirs.public / "train" / "labels" / f"{case_id}.seg.nrrd").is_file()
@@ -87,7 +89,7 @@ def test_gold_is_a_byte_copy_of_the_raw_mask(dirs, test_ids) -> None:
         assert _mask_path(dirs.gold, case_id).read_bytes() == raw[case_id].mask.read_bytes()
 
 
-def test_sample_submission_gets_the_empty_values(dirs, test_ids, tmp_path) -> None:
+def test_sample_submission_gets_the_empty_values(dirs, tmp_path) -> None:
     folder = tmp_path / "sample"
     shutil.copytree(dirs.public / "predictions", folder / "predictions")
     shutil.copy(dirs.public / "sample_submission.csv", folder / "submission.csv")
@@ -107,7 +109,8 @@ def test_one_slice_shift_in_z_gives_hd_of_one_slice(dirs, test_ids, tmp_path) ->
     case_id = test_ids[0]
     gold = read_image(_mask_path(folder, case_id))
     truth = np.asarray(gold.array) == 1
-    assert not truth[..., 0].any() and not truth[..., -2:].any()  # room to shift
+    assert not truth[..., 0].any()
+    assert not truth[..., -2:].any()
     shifted = np.roll(truth, 1, axis=2)
     write_image(_mask_path(folder, case_id), shifted.astype(np.uint8), like=gold.geometry)
     report = _grade(dirs, folder)
@@ -119,7 +122,8 @@ def test_one_slice_shift_in_z_gives_hd_of_one_slice(dirs, test_ids, tmp_path) ->
     overlap = int((truth & shifted).sum())
     assert case["dsc"] == pytest.approx(2 * overlap / (2 * n))
     other = next(c for c in report.cases if c["case_id"] != case_id)
-    assert other["dsc"] == 1.0 and other["hd"] == 0.0
+    assert other["dsc"] == 1.0
+    assert other["hd"] == 0.0
     # median of two cases = mean of both: hd (2.5 + 0) / 2; the population standard deviation
     # of (2.5, 0) is sqrt(((2.5 - 1.25)^2 + (0 - 1.25)^2) / 2) = 1.25
     assert report.metrics["hd_50pc"] == pytest.approx(1.25)
@@ -195,7 +199,9 @@ def test_wrong_size_is_invalid(dirs, test_ids, tmp_path) -> None:
         spacing_mm=(0.8, 0.8, 2.5),
     )
     (reason,) = _invalid_reasons(dirs, folder)
-    assert test_ids[0] in reason and "(20, 16, 11)" in reason and "(20, 16, 12)" in reason
+    assert test_ids[0] in reason
+    assert "(20, 16, 11)" in reason
+    assert "(20, 16, 12)" in reason
 
 
 def test_values_0_255_are_invalid(dirs, test_ids, tmp_path) -> None:
@@ -203,7 +209,9 @@ def test_values_0_255_are_invalid(dirs, test_ids, tmp_path) -> None:
     gold = read_image(_mask_path(folder, test_ids[0]))
     write_image(_mask_path(folder, test_ids[0]), np.asarray(gold.array) * 255, like=gold.geometry)
     (reason,) = _invalid_reasons(dirs, folder)
-    assert test_ids[0] in reason and "255" in reason and "allowed values are [0, 1]" in reason
+    assert test_ids[0] in reason
+    assert "255" in reason
+    assert "allowed values are [0, 1]" in reason
 
 
 def test_nan_and_unreadable_files_are_invalid(dirs, test_ids, tmp_path) -> None:
@@ -212,10 +220,12 @@ def test_nan_and_unreadable_files_are_invalid(dirs, test_ids, tmp_path) -> None:
     mask[0, 0, 0] = np.nan
     write_image(_mask_path(folder, test_ids[0]), mask, spacing_mm=(0.8, 0.8, 2.5))
     (reason,) = _invalid_reasons(dirs, folder)
-    assert test_ids[0] in reason and "NaN" in reason
+    assert test_ids[0] in reason
+    assert "NaN" in reason
     _mask_path(folder, test_ids[0]).write_bytes(b"NRRD0004\ngarbage")
     (reason,) = _invalid_reasons(dirs, folder)
-    assert test_ids[0] in reason and "unreadable" in reason
+    assert test_ids[0] in reason
+    assert "unreadable" in reason
 
 
 def test_four_d_and_wrong_file_type_are_invalid(dirs, test_ids, tmp_path) -> None:
@@ -235,7 +245,8 @@ def test_spacing_difference_is_only_a_warning(dirs, test_ids, tmp_path) -> None:
     result = validate_submission(TASK, folder, data_dir=dirs.root.parent)
     assert result.valid
     (warning,) = result.warnings
-    assert test_ids[0] in warning and "spacing (1.0, 1.0, 1.0) mm" in warning
+    assert test_ids[0] in warning
+    assert "spacing (1.0, 1.0, 1.0) mm" in warning
     assert "(0.8, 0.8, 2.5) mm" in warning
 
 

@@ -83,8 +83,10 @@ def test_vendored_tables_match_the_published_files(modality) -> None:
 
 
 def test_track_label_sets() -> None:
-    assert len(TRACKS["ct"].side_road) == 18 and len(TRACKS["mr"].side_road) == 17
-    assert TRACKS["ct"].names[40] == "SSS" and TRACKS["mr"].names[42] == "L-MMA"
+    assert len(TRACKS["ct"].side_road) == 18
+    assert len(TRACKS["mr"].side_road) == 17
+    assert TRACKS["ct"].names[40] == "SSS"
+    assert TRACKS["mr"].names[42] == "L-MMA"
     assert TRACKS["ct"].names[10] == TRACKS["mr"].names[10] == "Acom"
 
 
@@ -114,7 +116,8 @@ def test_split_and_layout(task) -> None:
     assert ids == list(fixture.PIDS)
     train, test = train_test_split(ids, test_size=0.2, random_state=42, shuffle=True)
     assert (split["train"], split["test"]) == (train, test)
-    assert len(train) == 4 and len(test) == 2
+    assert len(train) == 4
+    assert len(test) == 2
     labels = sorted(p.name for p in (dirs.public / "train" / "labels").iterdir())
     assert labels == sorted(f"topcow_{modality}_{i}.nii.gz" for i in train)
     images = sorted(p.name for p in (dirs.public / "test" / "images").iterdir())
@@ -136,8 +139,10 @@ def test_gold_gets_the_expected_values(task) -> None:
     expected = json.loads((dirs.private / "expected_gold.json").read_text())
     report = _grade(task_id, dirs, dirs.gold)
     assert report.valid
-    assert report.metrics["dice"] == 1.0 and report.metrics["cldice"] == 1.0
-    assert report.metrics["b0_error"] == 0.0 and report.metrics["hd95"] == 0.0
+    assert report.metrics["dice"] == 1.0
+    assert report.metrics["cldice"] == 1.0
+    assert report.metrics["b0_error"] == 0.0
+    assert report.metrics["hd95"] == 0.0
     # the fixture's tubes touch only valid neighbours, so the logged GT error is 0
     assert report.metrics["neighbor_error"] == expected["neighbor_error"] == 0.0
     # side-road labels present in a test GT: 8, 9, 10, 15, 25, 31 (+ 41 for MR)
@@ -201,7 +206,8 @@ def test_dropping_half_a_tube_raises_hd95_in_both_directions(task, tmp_path) -> 
     labels = np.asarray(gold.array).astype(np.uint8)
     k = len(set(np.unique(labels).tolist()) - {0})
     basilar = np.argwhere(labels == 1)
-    assert len(basilar) == 6 and len({tuple(v[:2]) for v in basilar}) == 1  # a line along z
+    assert len(basilar) == 6
+    assert len({tuple(v[:2]) for v in basilar}) == 1
     top = np.sort(basilar[:, 2])[3:]
     labels[basilar[0, 0], basilar[0, 1], top] = 0  # keep the lower three voxels
     write_image(_pred(folder, modality, pid), labels, like=gold.geometry)
@@ -258,7 +264,8 @@ def test_a_ct_label_map_with_label_41_is_invalid(tmp_path, prepared_mini) -> Non
     labels[0, 0, 0] = 41
     write_image(_pred(folder, "ct", pid), labels, like=gold.geometry)
     (reason,) = _invalid_reasons("topbrain-track1", dirs, folder)
-    assert pid in reason and "values 41 are not allowed" in reason
+    assert pid in reason
+    assert "values 41 are not allowed" in reason
     assert reason.endswith(
         "allowed values are [0, 1, 2, " + ", ".join(map(str, range(3, 41))) + "]"
     )
@@ -299,7 +306,8 @@ def test_spacing_difference_is_only_a_warning(task, tmp_path) -> None:
     assert result.valid
     assert any("spacing" in w and test_ids[0] in w for w in result.warnings)
     report = _grade(task_id, dirs, folder)
-    assert report.metrics["dice"] == 1.0 and report.metrics["hd95"] == 0.0  # GT geometry used
+    assert report.metrics["dice"] == 1.0
+    assert report.metrics["hd95"] == 0.0
 
 
 def test_prepare_rejects_bad_raw_labels(tmp_path) -> None:

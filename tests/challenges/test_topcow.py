@@ -1,5 +1,6 @@
 """TopCoW 2024, six tasks end to end on the mini fixture: prepare, gold, sample, baseline,
-perturbed submissions against hand computations, and every validity rule."""
+perturbed submissions against hand computations, and every validity rule.
+"""
 
 from __future__ import annotations
 
@@ -107,9 +108,11 @@ def test_tracks_share_one_split_and_the_public_layout_per_task(prepared) -> None
     for dirs in prepared.values():
         names = {p.name for p in dirs.public.rglob("*")}
         assert not any(n.startswith(("topcow_ct_001.", "topcow_mr_001.")) for n in names)
-        assert "split.json" not in names and "description.md" in names
+        assert "split.json" not in names
+        assert "description.md" in names
         text = (dirs.public / "description.md").read_text()
-        assert "{{" not in text and "keep the leading zeros" in text
+        assert "{{" not in text
+        assert "keep the leading zeros" in text
 
 
 def test_the_fixture_is_the_same_whichever_task_writes_it(tmp_path) -> None:
@@ -213,7 +216,8 @@ def test_left_right_swap_fails_topology(prepared, tmp_path) -> None:
     for pid in ("001", "002"):
         _edit_mask(folder, pid, lambda a: swap[a])
     m = _grade(SEG, dirs, folder).metrics
-    assert m["anterior_topology"] == 0.0 and m["posterior_topology"] == 0.0
+    assert m["anterior_topology"] == 0.0
+    assert m["posterior_topology"] == 0.0
     assert m["dice"] < 1.0
     # the anterior variant is left-right symmetric here: the graph still reads right
     assert m["anterior_graph_acc"] == 1.0
@@ -230,7 +234,9 @@ def test_label_13_is_invalid(prepared, tmp_path) -> None:
 
     _edit_mask(folder, "002", add_13)
     (reason,) = _invalid_reasons(SEG, dirs, folder)
-    assert "'002'" in reason and "13" in reason and "not allowed" in reason
+    assert "'002'" in reason
+    assert "13" in reason
+    assert "not allowed" in reason
 
 
 def test_wrong_size_nan_and_four_d_masks_are_invalid(prepared, tmp_path) -> None:
@@ -250,7 +256,8 @@ def test_wrong_size_nan_and_four_d_masks_are_invalid(prepared, tmp_path) -> None
     )
     shutil.copy(dirs.gold / "predictions" / "topcow_ct_002_0000.nii.gz", _mask_path(folder, "002"))
     (reason,) = _invalid_reasons(SEG, dirs, folder)
-    assert "'001'" in reason and "3-D single-component" in reason
+    assert "'001'" in reason
+    assert "3-D single-component" in reason
 
 
 def test_an_unreadable_mask_is_invalid(prepared, tmp_path) -> None:
@@ -330,7 +337,9 @@ def test_malformed_boxes_are_invalid(prepared, tmp_path, payload, fragment: str)
     folder = _copy_gold(dirs, tmp_path / "s")
     _box_path(folder, "002").write_text(json.dumps(payload))
     (reason,) = _invalid_reasons(BOX, dirs, folder)
-    assert "'002'" in reason and "topcow_ct_002_bbox.json" in reason and fragment in reason
+    assert "'002'" in reason
+    assert "topcow_ct_002_bbox.json" in reason
+    assert fragment in reason
 
 
 def test_box_json_syntax_error_is_invalid_and_outside_box_only_warns(prepared, tmp_path) -> None:
@@ -338,7 +347,8 @@ def test_box_json_syntax_error_is_invalid_and_outside_box_only_warns(prepared, t
     folder = _copy_gold(dirs, tmp_path / "s")
     _box_path(folder, "001").write_text('{"size": [1, 2, 3], "location": [0, 0, 0]')
     (reason,) = _invalid_reasons(BOX, dirs, folder)
-    assert "'001'" in reason and "not valid JSON" in reason
+    assert "'001'" in reason
+    assert "not valid JSON" in reason
     _box_path(folder, "001").write_text(json.dumps({"size": [40, 24, 10], "location": [-2, 1, 5]}))
     result = validate_submission(BOX, folder, data_dir=dirs.root.parent, workers=1)
     assert result.valid
@@ -371,7 +381,9 @@ def test_edge_values_must_be_the_integers_zero_or_one(prepared, tmp_path, value)
     payload["posterior"]["R-P1"] = value
     _edges_path(folder, "002").write_text(json.dumps(payload))
     (reason,) = _invalid_reasons(EDG, dirs, folder)
-    assert "'002'" in reason and "R-P1" in reason and "0 or 1" in reason
+    assert "'002'" in reason
+    assert "R-P1" in reason
+    assert "0 or 1" in reason
 
 
 def test_edge_files_need_the_exact_keys_and_json(prepared, tmp_path) -> None:
@@ -381,11 +393,13 @@ def test_edge_files_need_the_exact_keys_and_json(prepared, tmp_path) -> None:
     del payload["anterior"]["Acom"]
     _edges_path(folder, "002").write_text(json.dumps(payload))
     (reason,) = _invalid_reasons(EDG, dirs, folder)
-    assert "'002'" in reason and "'anterior' must hold exactly" in reason
+    assert "'002'" in reason
+    assert "'anterior' must hold exactly" in reason
     yml = dirs.root.parent / "topcow-shared" / "raw" / "TopCoW2024_Data_Release"
     shutil.copy(yml / "antpos_edges_labelsTr" / "topcow_ct_002.yml", _edges_path(folder, "002"))
     (reason,) = _invalid_reasons(EDG, dirs, folder)
-    assert "'002'" in reason and "not valid JSON" in reason
+    assert "'002'" in reason
+    assert "not valid JSON" in reason
     # JSON content under a .yml name is refused too: one format, named as such
     _edges_path(folder, "002").write_text(json.dumps(json.loads(
         (dirs.gold / _edges_path(folder, "002").relative_to(folder)).read_text()
@@ -398,7 +412,8 @@ def test_edge_files_need_the_exact_keys_and_json(prepared, tmp_path) -> None:
     )
     (folder / "submission.csv").write_text(text)
     (reason,) = _invalid_reasons(EDG, dirs, folder)
-    assert "'002'" in reason and "write a .json file" in reason
+    assert "'002'" in reason
+    assert "write a .json file" in reason
 
 
 # ---- raw data checks -------------------------------------------------------------------------

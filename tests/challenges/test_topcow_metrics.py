@@ -181,14 +181,16 @@ def test_identical_maps_score_best_and_empty_prediction_scores_worst() -> None:
     truth = fixture.make_label_map(fixture.Variant(), (0, 0, 0))
     best = score_segmentation(truth.copy(), truth, spacing_mm=(0.5, 0.5, 0.6))
     assert (best["dice"], best["cldice"], best["b0_error"], best["hd95"]) == (1.0, 1.0, 0.0, 0.0)
-    assert best["anterior_match"] and best["posterior_match"]
+    assert best["anterior_match"]
+    assert best["posterior_match"]
     empty = score_segmentation(np.zeros_like(truth), truth, spacing_mm=(0.5, 0.5, 0.6))
     # 13 GT labels, each absent from P: Dice 0, HD95 90, B0 error = its GT component count:
     # 1 each, 2 for label 5 (the uncropped fragment) -> 14 / 13
     assert (empty["dice"], empty["cldice"], empty["hd95"]) == (0, 0, 90)
     assert empty["b0_error"] == pytest.approx(14 / 13)
     assert empty["grp2_10"] == "FN"
-    assert not empty["anterior_match"] and not empty["posterior_match"]
+    assert not empty["anterior_match"]
+    assert not empty["posterior_match"]
 
 
 def test_aggregation_of_group2_f1_and_balanced_accuracies() -> None:
@@ -310,7 +312,8 @@ def test_expected_gold_is_capped_by_absent_group2_labels_and_flipped_truths() ->
 
 def _official_2d(rows: list[list[int]]) -> np.ndarray:
     """A 2-D array as the official tests build it (SimpleITK array (z, y, x) = (rows, cols, 1)),
-    in this package's (x, y, z) order."""
+    in this package's (x, y, z) order.
+    """
     return np.expand_dims(np.asarray(rows, dtype=np.uint8), -1).transpose(2, 1, 0)
 
 

@@ -25,7 +25,7 @@ _CHUNK = 1 << 24
 
 
 def _deflate(n_bytes: int, *, wbits: int, row: bytes | None = None, rows: int = 0) -> bytes:
-    """zlib (wbits 15) or gzip (wbits 31) stream of ``n_bytes`` zeros, or of ``rows`` x ``row``."""
+    """Zlib (wbits 15) or gzip (wbits 31) stream of ``n_bytes`` zeros, or of ``rows`` x ``row``."""
     packer = zlib.compressobj(1, zlib.DEFLATED, wbits)
     parts = []
     if row is not None:
@@ -44,7 +44,8 @@ def write_nifti_gz(
     path: Path, shape: tuple[int, ...] = SHAPE_3D, *, data_bytes: int | None = None
 ) -> Path:
     """A ``.nii.gz`` whose header declares ``shape`` uint8, followed by ``data_bytes`` zeros
-    (default: exactly the declared size)."""
+    (default: exactly the declared size).
+    """
     import nibabel as nib
 
     header = nib.Nifti1Header()
@@ -68,7 +69,8 @@ def write_mha(
     path: Path, shape: tuple[int, ...] = SHAPE_3D, *, data_bytes: int | None = None
 ) -> Path:
     """A compressed MetaImage (``.mha``) whose header declares ``shape`` (x y z) uint8, with
-    ``data_bytes`` zeros compressed behind it (default: exactly the declared size)."""
+    ``data_bytes`` zeros compressed behind it (default: exactly the declared size).
+    """
     data = _deflate(math.prod(shape) if data_bytes is None else data_bytes, wbits=15)
     header = (
         "ObjectType = Image\nNDims = 3\nBinaryData = True\nBinaryDataByteOrderMSB = False\n"

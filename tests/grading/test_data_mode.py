@@ -11,7 +11,8 @@ from rexmle.grading import grade_submission
 def test_a_mini_prepare_is_marked_mini_and_a_full_prepare_full(prepared_mini, tmp_path):
     dirs = prepared_mini("isles22")
     mini = grade_submission("isles22", dirs.gold, data_dir=dirs.root.parent, workers=1)
-    assert mini.valid and mini.data == "mini"
+    assert mini.valid
+    assert mini.data == "mini"
 
     full_root = tmp_path / "data" / "isles22"
     shutil.copytree(dirs.root, full_root, ignore=shutil.ignore_patterns("raw"))

@@ -31,7 +31,8 @@ def test_a_spacing_beyond_the_tolerance_is_an_error_or_a_warning_as_declared(tmp
         mask, _rule(spacing_tolerance_mm=5e-5, spacing="error"), tmp_path, "c1"
     )
     assert not isinstance(error, SubmissionWarning)
-    assert "spacing (0.8001, 0.8, 3.0) mm" in error and "(0.8, 0.8, 3.0) mm" in error
+    assert "spacing (0.8001, 0.8, 3.0) mm" in error
+    assert "(0.8, 0.8, 3.0) mm" in error
     (warning,) = check_declared_file(mask, _rule(spacing_tolerance_mm=5e-5), tmp_path, "c1")
     assert isinstance(warning, SubmissionWarning)
     assert check_declared_file(mask, _rule(), tmp_path, "c1") == []  # not compared

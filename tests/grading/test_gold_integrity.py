@@ -62,7 +62,8 @@ def test_edited_split_or_missing_gold_file_is_exit_2(dirs, tmp_path) -> None:
     split = dirs.private / "split.json"
     split.write_text(split.read_text() + " ")
     code, stderr = _grade(dirs, dirs.gold, tmp_path / "a.json")
-    assert code == 2 and "private/split.json does not match" in stderr
+    assert code == 2
+    assert "private/split.json does not match" in stderr
     prepare_task(TASK, data_dir=dirs.root.parent, mini=True, force=True)
     (dirs.gold / "submission.csv").unlink()
     (dirs.gold / "submission.csv").symlink_to(dirs.public / "sample_submission.csv")

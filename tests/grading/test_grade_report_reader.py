@@ -16,7 +16,8 @@ def test_a_written_report_reads_back_with_the_declared_headline(tmp_path: Path) 
     metrics = {"avd_ml": 3.5, "dice": 0.71, "f1": 0.4}
     path.write_text(grade_report_json("isles22", valid=True, metrics=metrics, percentile=0.25))
     report = read_grade_report(path)
-    assert report.task == "isles22" and report.valid
+    assert report.task == "isles22"
+    assert report.valid
     assert report.ranking.percentile == 0.25
     # isles22.yaml marks dice as the headline metric
     assert (report.headline_key, report.headline_value) == ("dice", 0.71)
@@ -27,7 +28,8 @@ def test_an_invalid_report_has_no_headline_value(tmp_path: Path) -> None:
     path.write_text(grade_report_json("isles22", valid=False, reasons=["row 2: missing"]))
     report = read_grade_report(path)
     assert report.reasons == ["row 2: missing"]
-    assert report.headline_key == "dice" and report.headline_value is None
+    assert report.headline_key == "dice"
+    assert report.headline_value is None
 
 
 @pytest.mark.parametrize(
@@ -47,7 +49,8 @@ def test_a_broken_file_is_named_with_what_is_wrong(tmp_path: Path, text: str, sa
     path.write_text(text)
     with pytest.raises(RexmleError, match="is not a grade report") as caught:
         read_grade_report(path)
-    assert str(path) in str(caught.value) and said in str(caught.value)
+    assert str(path) in str(caught.value)
+    assert said in str(caught.value)
 
 
 def test_a_missing_or_undecodable_file_is_a_clear_error(tmp_path: Path) -> None:

@@ -28,7 +28,7 @@ def test_default_config_exposes_the_paper_models_under_neutral_aliases():
     assert config.key_variables() == ["ANTHROPIC_API_KEY", "GEMINI_API_KEY", "OPENAI_API_KEY"]
 
 
-def test_proxy_config_names_keys_by_variable_and_prices_per_token(monkeypatch):
+def test_proxy_config_names_keys_by_variable_and_prices_per_token():
     config = parse_llm_config(CONFIG, "test")
     generated = litellm_config(config, ["gw/small", "gw/claude"])
     small, claude = generated["model_list"]

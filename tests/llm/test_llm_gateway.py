@@ -68,7 +68,8 @@ def test_chat_is_forwarded_with_the_provider_key_and_metered(llm_gateway, upstre
     assert sent.headers["authorization"] == f"Bearer {STANDIN_KEY}"
     assert link.token not in json.dumps([sent.headers, sent.body])
     (usage,) = lines(link, 1)
-    assert usage["alias"] == "gw/gpt-5" and usage["upstream_model"] == "gpt-5"
+    assert usage["alias"] == "gw/gpt-5"
+    assert usage["upstream_model"] == "gpt-5"
     assert (usage["tokens_in"], usage["tokens_cached"], usage["tokens_out"]) == (1000, 400, 200)
     # 600 * 1.25 + 400 * 0.125 + 200 * 10 = 2800 per 1M -> 0.0028 USD
     assert usage["cost_usd"] == pytest.approx(0.0028, abs=1e-12)
@@ -78,7 +79,8 @@ def test_streamed_chat_usage_comes_from_the_upstream_usage_chunk(llm_gateway, up
     upstream.push(Reply(text="streamed words here", input_tokens=50, output_tokens=7))
     status, text = call(llm_gateway, "/v1/chat/completions", {**CHAT, "stream": True}, bearer(link))
     assert status == 200
-    assert "streamed" in text and "[DONE]" in text
+    assert "streamed" in text
+    assert "[DONE]" in text
     sent = upstream.completion_requests()[0].body
     assert sent["stream"] is True
     assert sent["stream_options"] == {"include_usage": True}  # added by the gateway
@@ -92,8 +94,10 @@ def test_responses_api_plain_and_streamed(llm_gateway, upstream, link):
     body = {"model": "gw/gpt-5", "input": "say resp"}
     plain = call(llm_gateway, "/v1/responses", body, bearer(link))
     streamed = call(llm_gateway, "/v1/responses", {**body, "stream": True}, bearer(link))
-    assert plain[0] == 200 and json.loads(plain[1])["output"][0]["content"][0]["text"] == "resp"
-    assert streamed[0] == 200 and "response.completed" in streamed[1]
+    assert plain[0] == 200
+    assert json.loads(plain[1])["output"][0]["content"][0]["text"] == "resp"
+    assert streamed[0] == 200
+    assert "response.completed" in streamed[1]
     assert [r.path for r in upstream.completion_requests()] == ["/v1/responses"] * 2
     for usage in lines(link, 2):
         assert (usage["tokens_in"], usage["tokens_out"], usage["tokens_reasoning"]) == (30, 10, 4)
@@ -109,8 +113,10 @@ def test_anthropic_messages_plain_and_streamed(llm_gateway, upstream, link):
     headers = {"x-api-key": link.token, "anthropic-version": "2023-06-01"}
     plain = call(llm_gateway, "/v1/messages", CLAUDE, headers)
     streamed = call(llm_gateway, "/v1/messages", {**CLAUDE, "stream": True}, headers)
-    assert plain[0] == 200 and json.loads(plain[1])["content"][0]["text"] == "bonjour"
-    assert streamed[0] == 200 and "input_json_delta" in streamed[1]
+    assert plain[0] == 200
+    assert json.loads(plain[1])["content"][0]["text"] == "bonjour"
+    assert streamed[0] == 200
+    assert "input_json_delta" in streamed[1]
     assert all(r.headers["x-api-key"] == STANDIN_KEY for r in upstream.completion_requests())
     for usage in lines(link, 2):
         assert (usage["tokens_in"], usage["tokens_cached"], usage["tokens_out"]) == (100, 40, 20)
@@ -134,14 +140,16 @@ def test_a_system_only_prompt_reaches_anthropic_and_dropped_params_are_logged(
 
 def test_unknown_tokens_and_admin_routes_are_refused(llm_gateway, upstream, link):
     status, text = call(llm_gateway, "/v1/chat/completions", CHAT, {"Authorization": "Bearer x"})
-    assert status == 401 and "unknown run token" in text
+    assert status == 401
+    assert "unknown run token" in text
     for route in ("/key/generate", "/config/update", "/model/new", "/user/new"):
         status, text = call(llm_gateway, route, {}, bearer(link))
         assert status in (401, 403), (route, status, text)
     conn = http.client.HTTPConnection("127.0.0.1", llm_gateway.port, timeout=30)
     conn.request("GET", "/model/info", headers=bearer(link))
     answer = conn.getresponse()
-    assert answer.status == 403 and STANDIN_KEY not in answer.read().decode()
+    assert answer.status == 403
+    assert STANDIN_KEY not in answer.read().decode()
     conn.close()
     assert upstream.completion_requests() == []
 
@@ -151,7 +159,8 @@ def test_a_token_is_refused_once_its_run_is_unregistered(llm_gateway, upstream, 
     assert call(llm_gateway, "/v1/chat/completions", CHAT, bearer(link))[0] == 200
     llm_gateway.unregister(link)
     status, text = call(llm_gateway, "/v1/chat/completions", CHAT, bearer(link))
-    assert status == 401 and "unknown run token" in text
+    assert status == 401
+    assert "unknown run token" in text
     assert len(upstream.completion_requests()) == 1
 
 
@@ -162,7 +171,8 @@ def test_budget_refuses_and_writes_the_stop_reason(llm_gateway, upstream, tmp_pa
     first = call(llm_gateway, "/v1/chat/completions", CHAT, bearer(link))
     second = call(llm_gateway, "/v1/chat/completions", CHAT, bearer(link))
     assert first[0] == 200
-    assert second[0] == 403 and "budget of 0.01 USD spent" in second[1]
+    assert second[0] == 403
+    assert "budget of 0.01 USD spent" in second[1]
     assert "budget of 0.01 USD spent" in (link.stopped_reason() or "")
     assert len(upstream.completion_requests()) == 1
     totals = summarize_usage(link.usage_path, budget_usd=0.01)
@@ -171,7 +181,8 @@ def test_budget_refuses_and_writes_the_stop_reason(llm_gateway, upstream, tmp_pa
     llm_gateway.unregister(link)
 
 
-def test_rate_cap_refuses_the_fourth_call_in_a_minute(llm_gateway, upstream, tmp_path):
+@pytest.mark.usefixtures("upstream")
+def test_rate_cap_refuses_the_fourth_call_in_a_minute(llm_gateway, tmp_path):
     link = llm_gateway.register("rate", tmp_path, socket_dir=tmp_path)  # 3 calls per minute
     codes = [call(llm_gateway, "/v1/chat/completions", CHAT, bearer(link))[0] for _ in range(4)]
     assert codes == [200, 200, 200, 429]
@@ -184,6 +195,8 @@ def test_trajectory_keeps_bodies_without_secrets(llm_gateway, upstream, link):
     call(llm_gateway, "/v1/chat/completions", CHAT, bearer(link))
     lines(link, 1)
     trajectory = (link.usage_path.parent / "llm_trajectory.jsonl").read_text()
-    assert "the answer" in trajectory and "hello" in trajectory
-    assert STANDIN_KEY not in trajectory and link.token not in trajectory
+    assert "the answer" in trajectory
+    assert "hello" in trajectory
+    assert STANDIN_KEY not in trajectory
+    assert link.token not in trajectory
     assert STANDIN_KEY not in link.usage_path.read_text()

@@ -95,8 +95,10 @@ def test_usage_and_trajectory_never_hold_secrets(tmp_path):
     )
     usage = (tmp_path / "llm_usage.jsonl").read_text()
     trajectory = (tmp_path / "llm_trajectory.jsonl").read_text()
-    assert secret not in usage and REDACTED in usage
-    assert "rxg-run-token-abcdef" not in trajectory and REDACTED in trajectory
+    assert secret not in usage
+    assert REDACTED in usage
+    assert "rxg-run-token-abcdef" not in trajectory
+    assert REDACTED in trajectory
 
 
 def test_trajectory_stops_at_its_size_cap_with_a_mark(tmp_path):

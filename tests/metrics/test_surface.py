@@ -184,7 +184,8 @@ def test_surface_distances_match_scipy_3d(distance_path, connectivity, seed):
 
 
 @pytest.mark.parametrize("connectivity", [4, 8])
-def test_surface_distances_match_scipy_2d(distance_path, connectivity):
+@pytest.mark.usefixtures("distance_path")
+def test_surface_distances_match_scipy_2d(connectivity):
     pred, truth = _blobs((30, 25), 1, count=3), _blobs((30, 25), 2, count=3)
     spacing = (0.7, 1.3)
     got = surface_distances(pred, truth, spacing_mm=spacing, surface_connectivity=connectivity)

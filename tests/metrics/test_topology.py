@@ -176,7 +176,7 @@ def test_betti_numbers_of_basic_shapes():
 
 
 def _cldice_full_volume(pred, truth):
-    """clDice with skeletons of the whole arrays (no cropping)."""
+    """ClDice with skeletons of the whole arrays (no cropping)."""
     sp = skeletonize(pred).astype(bool)
     sg = skeletonize(truth).astype(bool)
     tprec = (sp & truth).sum() / sp.sum() if sp.sum() else 0.0

@@ -1,5 +1,6 @@
 """The run browser opened in headless Chromium (Debian's `chromium`, installed by .ci/run): no
-console errors, no network requests, the table text, the MINI banner, overlays rendered."""
+console errors, no network requests, the table text, the MINI banner, overlays rendered.
+"""
 
 from __future__ import annotations
 
@@ -91,7 +92,8 @@ def test_index_page_opens_offline_with_tables_and_banner(browser_dir: Path) -> N
     assert visit.console_errors == []
     assert visit.network_requests == []
     assert "MINI DATA" in visit.text
-    assert "Overall mean percentile" in visit.text and "isles22" in visit.text
+    assert "Overall mean percentile" in visit.text
+    assert "isles22" in visit.text
     assert "crash: out_of_memory" in visit.text  # the failure class of the crashed run
     assert _not_blank(visit.screenshot_png)
     assert (browser_dir / "plots" / "paper-mini-percentile-heatmap.svg").is_file()
@@ -103,20 +105,30 @@ def test_run_page_shows_overlays_logs_and_llm_usage(browser_dir: Path) -> None:
     with Chromium() as chromium:
         visit = chromium.visit(page)
         crash = chromium.visit(crash_page)
-    assert visit.console_errors == [] and crash.console_errors == []
-    assert visit.network_requests == [] and crash.network_requests == []
+    assert visit.console_errors == []
+    assert crash.console_errors == []
+    assert visit.network_requests == []
+    assert crash.network_requests == []
     assert "MINI DATA" in visit.text
-    assert "epoch 49 loss" in visit.text and "gw/gpt-5" in visit.text
-    assert "agent_output/best_solution.py" in visit.text and "the best model" in visit.text
+    assert "epoch 49 loss" in visit.text
+    assert "gw/gpt-5" in visit.text
+    assert "agent_output/best_solution.py" in visit.text
+    assert "the best model" in visit.text
     assert "step 4" in visit.text  # the adapter's submissions.jsonl
-    assert "Trajectory (1 calls)" in visit.text and "gw/gpt-5 · ok" in visit.text
+    assert "Trajectory (1 calls)" in visit.text
+    assert "gw/gpt-5 · ok" in visit.text
     source = page.read_text()
-    assert "[user] train a U-Net" in source and "use nnU-Net &lt;b&gt;now&lt;/b&gt;" in source
+    assert "[user] train a U-Net" in source
+    assert "use nnU-Net &lt;b&gt;now&lt;/b&gt;" in source
     assert "sub-strokecase0002" in visit.text  # the per-case scores table
     assert visit.images, "no overlay images on the page"
     for image in visit.images:
-        assert image["complete"] == 1 and image["natural_width"] > 0 and image["width"] > 0
-        assert image["natural_height"] > 0 and image["height"] > 0
+        assert image["complete"] == 1
+        assert image["natural_width"] > 0
+        assert image["width"] > 0
+        assert image["natural_height"] > 0
+        assert image["height"] > 0
     assert _not_blank(visit.screenshot_png)
     # the agent's stderr is shown as text, never run as markup
-    assert "<script>alert(1)</script>" in crash.text and "MemoryError" in crash.text
+    assert "<script>alert(1)</script>" in crash.text
+    assert "MemoryError" in crash.text

@@ -35,9 +35,11 @@ def test_info_json_counts_the_leaderboard_rows(tmp_path) -> None:
     rows = [line for line in text.splitlines()[1:] if line.strip()]
     assert payload["leaderboard"]["n_rows"] == len(rows)
     assert payload["leaderboard"]["source"] == source
-    assert payload["id"] == "topcow-track1-task2" and payload["prepared"] == "-"
+    assert payload["id"] == "topcow-track1-task2"
+    assert payload["prepared"] == "-"
     unknown = _rexmle("info", "no-such-task", "--json")
-    assert unknown.returncode == 2 and "no-such-task" in unknown.stderr
+    assert unknown.returncode == 2
+    assert "no-such-task" in unknown.stderr
 
 
 def test_piped_tables_are_not_cut_to_80_columns(tmp_path) -> None:
@@ -45,7 +47,8 @@ def test_piped_tables_are_not_cut_to_80_columns(tmp_path) -> None:
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     header = next(line for line in lines if "implemented" in line)
-    assert "prepared" in header and "modality" in header  # no column dropped or wrapped
+    assert "prepared" in header
+    assert "modality" in header
     assert max(len(line) for line in lines) > 80
     for spec in all_tasks().values():
         row = next(line for line in lines if f" {spec.id} " in line)
@@ -57,4 +60,5 @@ def test_grading_on_mini_data_says_so(prepared_mini) -> None:
     done = _rexmle("grade", "isles22", str(dirs.gold), "--data-dir", str(dirs.root.parent),
                    "--workers", "1")  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert "MINI DATA" in done.stderr and "REAL human leaderboards" in done.stderr
+    assert "MINI DATA" in done.stderr
+    assert "REAL human leaderboards" in done.stderr

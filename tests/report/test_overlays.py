@@ -1,5 +1,6 @@
 """Overlay images: box detections drawn from the private gold and the submission, and the
-outline drawing itself against a hand-made mask."""
+outline drawing itself against a hand-made mask.
+"""
 
 from __future__ import annotations
 
@@ -42,8 +43,10 @@ def test_outline_of_a_square_by_hand() -> None:
 def test_boxes_are_drawn_on_a_shared_canvas() -> None:
     pixels = _pixels(boxes_png([(2.0, 2.0, 4.0, 4.0)], [(10.0, 2.0, 4.0, 4.0)]))
     half = (pixels.shape[1] - 6) // 2
-    assert _count(pixels[:, :half], GREEN) > 0 and _count(pixels[:, :half], RED) == 0
-    assert _count(pixels[:, half + 6 :], RED) > 0 and _count(pixels[:, half + 6 :], GREEN) == 0
+    assert _count(pixels[:, :half], GREEN) > 0
+    assert _count(pixels[:, :half], RED) == 0
+    assert _count(pixels[:, half + 6 :], RED) > 0
+    assert _count(pixels[:, half + 6 :], GREEN) == 0
 
 
 @pytest.mark.parametrize("task", ["dentex", "topcow-track1-task2"])
@@ -55,7 +58,8 @@ def test_box_detection_runs_get_overlays(prepared_mini, tmp_path: Path, task: st
     assert report.valid
     write_report(report, folder / "grade.json")
     written = write_overlays(task, folder / "submission", dirs.gold, folder)
-    assert written and all(o.view == "boxes (x-y)" for o in written)
+    assert written
+    assert all(o.view == "boxes (x-y)" for o in written)
     manifest = json.loads((folder / OVERLAY_DIR / MANIFEST).read_text())
     assert [m["file"] for m in manifest] == [o.file for o in written]
     drawn = []

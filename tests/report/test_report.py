@@ -53,7 +53,8 @@ def test_published_form_row_order_fail_cells_and_overall_row() -> None:
     results += [_result(t, "R&D-Agent", p) for t, p in zip(PAPER_ORDER, RD_AGENT, strict=True)]
     table = leaderboard_table(results)
     assert list(table["task"])[:-2] == PAPER_ORDER
-    assert table.loc[4, "AIDE value"] == "FAIL" and table.loc[4, "AIDE rank"] == "--"
+    assert table.loc[4, "AIDE value"] == "FAIL"
+    assert table.loc[4, "AIDE rank"] == "--"
     assert table.loc[19, "R&D-Agent value"] == "FAIL"
     overall = table.iloc[-1]
     # AIDE: (16 + 10 + 2 + 10 + 38 + 14 + 33 + 25 + 33) / 20 = 181 / 20 = 9.05 %
@@ -117,7 +118,8 @@ def test_collect_and_cli_report_from_real_grades(prepared_mini, tmp_path) -> Non
         ("zeros", 0, True),
         ("zeros", 1, False),
     ]
-    assert results[1].percentile == 1.0 and results[1].headline_value == 1.0
+    assert results[1].percentile == 1.0
+    assert results[1].headline_value == 1.0
     html_path, md_path = tmp_path / "r.html", tmp_path / "r.md"
     done = subprocess.run(
         [sys.executable, "-m", "rexmle.cli", "report", str(runs), "--html", str(html_path),
@@ -130,9 +132,12 @@ def test_collect_and_cli_report_from_real_grades(prepared_mini, tmp_path) -> Non
     assert page.count("<svg") == 3
     text = md_path.read_text()
     assert "| isles22 | segmentation | dice |" in text
-    assert "FAIL" in text and "Failed runs" in text
+    assert "FAIL" in text
+    assert "Failed runs" in text
     assert json.loads((tmp_path / "r.json").read_text())["per_agent"][1]["mean_percentile"] == 1.0
     table = pd.read_csv(tmp_path / "runs.csv")
-    assert len(table) == 4 and list(table["agent"]) == ["crash", "oracle", "zeros", "zeros"]
-    assert table.loc[1, "percentile"] == 1.0 and table.loc[0, "status"] == "agent_error"
+    assert len(table) == 4
+    assert list(table["agent"]) == ["crash", "oracle", "zeros", "zeros"]
+    assert table.loc[1, "percentile"] == 1.0
+    assert table.loc[0, "status"] == "agent_error"
     assert "MINI data (synthetic)" in done.stdout

@@ -1,5 +1,6 @@
 """The run-table and every table computed from it, against hand computations on synthetic
-run folders (run.json + grade.json written here, as the executor and grader write them)."""
+run folders (run.json + grade.json written here, as the executor and grader write them).
+"""
 
 from __future__ import annotations
 
@@ -125,7 +126,8 @@ def test_two_groups_are_never_pooled(runs: Path) -> None:
         leaderboard_table(collect_runs(runs))
     _, per_agent = seed_statistics(collect_runs(runs), n_bootstrap=200)
     a = per_agent[per_agent["agent"] == "A"].set_index("group")
-    assert a.loc["g2", "runs"] == 1 and a.loc["g1", "runs"] == 5
+    assert a.loc["g2", "runs"] == 1
+    assert a.loc["g1", "runs"] == 5
 
 
 def test_seed_statistics_sem_and_overview_by_hand(runs: Path) -> None:
@@ -170,19 +172,24 @@ def test_reports_flag_mini_data_isolation_and_give_reasons(runs: Path) -> None:
     markdown = render_markdown(results)
     assert "MINI DATA: 8 run(s)" in markdown
     assert "NOT ISOLATED: 1 run(s)" in markdown
-    assert "row 3: missing" in markdown and "the agent exited with code 1" in markdown
+    assert "row 3: missing" in markdown
+    assert "the agent exited with code 1" in markdown
     assert "1 run(s) have not finished" in markdown
     failed = markdown.split("## Failed runs")[1].split("## Not scored")[0]
     not_scored = markdown.split("## Not scored")[1].split("## Failure analysis")[0]
-    assert "| running |" not in failed and "| infra_error |" not in failed
-    assert "| running |" in not_scored and "the grader failed (exit 2)" in not_scored
+    assert "| running |" not in failed
+    assert "| infra_error |" not in failed
+    assert "| running |" in not_scored
+    assert "the grader failed (exit 2)" in not_scored
     assert "| crash: other |" in failed  # agent_error with an empty stderr
     assert "| isles22 | 10 | rexmle/challenges/isles22/isles22.leaderboard.csv |" in markdown
     page = render_html(results)
-    assert "class='banner mini'" in page and "id='failures'" in page
+    assert "class='banner mini'" in page
+    assert "id='failures'" in page
     assert page.count("<svg") == 6  # three plots for each of the two tables
     payload = json.loads(render_json(results))
-    assert len(payload["runs"]) == 9 and len(payload["leaderboards"]) == 2
+    assert len(payload["runs"]) == 9
+    assert len(payload["leaderboards"]) == 2
 
 
 def test_a_run_json_planted_in_a_workspace_is_not_collected(runs: Path) -> None:
@@ -227,7 +234,8 @@ def test_llm_totals_are_read_when_present(tmp_path: Path) -> None:
     assert frame.loc[0, "llm_cost_usd"] == 0.75
     assert math.isnan(frame.loc[1, "llm_total_tokens"])  # no gateway: n/a, not 0
     _, per_agent = seed_statistics(frame, n_bootstrap=10)
-    assert per_agent.loc[0, "llm_tokens"] == 1500.0 and per_agent.loc[0, "llm_cost_usd"] == 0.75
+    assert per_agent.loc[0, "llm_tokens"] == 1500.0
+    assert per_agent.loc[0, "llm_cost_usd"] == 0.75
 
 
 def test_conditions_of_one_group_get_their_own_tables(tmp_path: Path) -> None:

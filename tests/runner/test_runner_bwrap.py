@@ -44,7 +44,8 @@ def test_agent_searching_for_gold_finds_nothing(run_agent, own_isles22):
     assert "isles22/private/" not in stdout
     assert "the answers" not in stdout
     assert "isles22" not in stdout.split(f"trying {data_root}")[1]
-    assert record.sandbox is not None and record.sandbox.isolated
+    assert record.sandbox is not None
+    assert record.sandbox.isolated
     assert record.sandbox.kind == "bwrap"
     assert record.status == "completed"  # the run itself is normal
 
@@ -61,8 +62,10 @@ def test_no_capabilities_so_hidden_folders_cannot_be_unmounted(run_agent, own_is
     record, folder = run_agent(command, dirs=own_isles22, sandbox=BwrapSandbox())
     stdout = (folder / "agent.stdout.log").read_text()
     assert "CapEff:\t0000000000000000" in stdout
-    assert "unmounted" not in stdout and "mounted" not in stdout
-    assert "submission.csv" not in stdout and ".nii.gz" not in stdout
+    assert "unmounted" not in stdout
+    assert "mounted" not in stdout
+    assert "submission.csv" not in stdout
+    assert ".nii.gz" not in stdout
     assert record.status == "completed"
 
 
@@ -121,7 +124,8 @@ def test_no_network_but_validation_url_works_through_the_relay(run_agent, isles2
     assert "valid (2 cases)" in stdout
     assert "network-unreachable" in stdout
     assert record.validation_requests == 1
-    assert record.sandbox is not None and record.sandbox.network_isolated
+    assert record.sandbox is not None
+    assert record.sandbox.network_isolated
 
 
 def test_timeout_kills_every_process_in_the_sandbox(run_agent, isles22_dirs):
@@ -139,7 +143,8 @@ def test_timeout_kills_every_process_in_the_sandbox(run_agent, isles22_dirs):
 def test_baseline_agent_runs_inside_bwrap(run_agent, isles22_dirs):
     record, folder = run_agent(None, agent="baseline", dirs=isles22_dirs, sandbox=BwrapSandbox())
     assert record.status == "completed", (folder / "agent.stderr.log").read_text()
-    assert record.grade is not None and record.grade.valid
+    assert record.grade is not None
+    assert record.grade.valid
 
 
 @pytest.mark.parametrize("network", [True, False])

@@ -106,16 +106,20 @@ def test_retry_failed_reruns_agent_errors(isles22_dirs, tmp_path: Path):
 
 def test_run_refuses_bad_arguments(tmp_path: Path):
     both = in_process("run", "--agent", "dummy", "--task", "isles22", "--suite", "mini")
-    assert both.exit_code == 2 and "not both" in both.stderr
+    assert both.exit_code == 2
+    assert "not both" in both.stderr
     no_cmd = in_process("run", "--agent", "command", "--task", "isles22")
-    assert no_cmd.exit_code == 2 and "--agent-cmd" in no_cmd.stderr
+    assert no_cmd.exit_code == 2
+    assert "--agent-cmd" in no_cmd.stderr
     slurm = in_process("run", "--agent", "dummy", "--task", "isles22", "--executor", "ray")
-    assert slurm.exit_code == 2 and "not available" in slurm.stderr
+    assert slurm.exit_code == 2
+    assert "not available" in slurm.stderr
     unprepared = in_process(
         "run", "--agent", "dummy", "--task", "isles22", "--data-dir", str(tmp_path / "empty"),
         "--runs-dir", str(tmp_path / "runs"),
     )  # fmt: skip
-    assert unprepared.exit_code == 2 and "not prepared" in unprepared.stderr
+    assert unprepared.exit_code == 2
+    assert "not prepared" in unprepared.stderr
     assert not (tmp_path / "runs").exists()
 
 
@@ -124,7 +128,8 @@ def test_demo_on_isles22(tmp_path: Path):
         "demo", "--dir", str(tmp_path / "demo"), "--task", "isles22", "--concurrency", "1"
     )
     assert done.returncode == 0, done.stderr
-    assert "isles22" in done.stdout and "dice" in done.stdout
+    assert "isles22" in done.stdout
+    assert "dice" in done.stdout
     rows = json.loads((tmp_path / "demo" / "demo.json").read_text())
     assert len(rows) == 1
     row = rows[0]
@@ -134,12 +139,12 @@ def test_demo_on_isles22(tmp_path: Path):
         "completed",
         True,
     )
-    assert row["beats_sample"] and row["value"] > row["sample_value"]
+    assert row["beats_sample"]
+    assert row["value"] > row["sample_value"]
     assert 0.0 <= row["percentile"] <= 1.0
     assert (tmp_path / "demo" / "report.md").is_file()
-    assert (
-        "MINI DATA" in done.stdout and "MINI DATA" in (tmp_path / "demo" / "report.md").read_text()
-    )
+    assert "MINI DATA" in done.stdout
+    assert "MINI DATA" in (tmp_path / "demo" / "report.md").read_text()
     assert "class='banner mini'" in (tmp_path / "demo" / "report.html").read_text()
     grade = json.loads(
         (
@@ -185,8 +190,10 @@ def test_run_prints_why_a_run_failed_and_json_records(isles22_dirs, tmp_path: Pa
     ]  # fmt: skip
     invalid = rexmle(*base, "--agent-cmd", bad_csv, "--agent-name", "bad", "--json")
     assert invalid.returncode == 0, invalid.stderr
-    assert "invalid_submission" in invalid.stderr and "reason: submission.csv" in invalid.stderr
+    assert "invalid_submission" in invalid.stderr
+    assert "reason: submission.csv" in invalid.stderr
     records = json.loads(invalid.stdout)
     assert [(r["agent"], r["status"]) for r in records] == [("bad", "invalid_submission")]
     crashed = rexmle(*base, "--agent-cmd", crash, "--agent-name", "crash")
-    assert "crash: import_error" in crashed.stderr and "No module named" in crashed.stderr
+    assert "crash: import_error" in crashed.stderr
+    assert "No module named" in crashed.stderr

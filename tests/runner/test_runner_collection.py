@@ -38,7 +38,8 @@ def test_agent_with_odd_names_and_deep_folders_gets_a_final_record(run_agent, ow
     record, folder = run_agent(command, dirs=own_isles22, sandbox=choose_sandbox("auto"))
     assert record.status == "completed"
     on_disk = read_record(folder)
-    assert on_disk is not None and on_disk.status == "completed"
+    assert on_disk is not None
+    assert on_disk.status == "completed"
     notes = json.loads((folder / "run.json").read_text())["submission_notes"]
     assert any("nested deeper than 32 folders" in note for note in notes)
     assert (folder / "submission" / NON_UTF8).read_bytes() == b"x"
@@ -173,5 +174,6 @@ def test_remove_tree_of_a_non_folder_removes_only_it(tmp_path: Path, kind: str):
     else:
         path.symlink_to(target)
     remove_tree_iteratively(path)
-    assert not path.exists() and not path.is_symlink()
+    assert not path.exists()
+    assert not path.is_symlink()
     assert (target / "keep").exists()

@@ -45,7 +45,7 @@ def make_request(tmp_path: Path, **more: object) -> SandboxRequest:
 
 
 def docker_mounts(argv: list[str]) -> dict[str, tuple[str, bool]]:
-    """target -> (source, readonly) of every --mount in a docker argv."""
+    """Target -> (source, readonly) of every --mount in a docker argv."""
     mounts = {}
     for flag, value in itertools.pairwise(argv):
         if flag == "--mount":
@@ -88,7 +88,8 @@ def test_docker_passes_exactly_the_runs_gpus_and_limits(tmp_path: Path):
     assert option_values(argv, "--tmpfs") == [f"/tmp:rw,nosuid,nodev,size={1 << 30}"]
     assert option_values(argv, "--shm-size") == [str(1 << 28)]
     assert option_values(argv, "--cap-drop") == ["ALL"]
-    assert "--read-only" in argv and "--privileged" not in argv
+    assert "--read-only" in argv
+    assert "--privileged" not in argv
     # image, then the shim (relays, RLIMIT_AS) around the agent with the image's interpreter
     tail = argv[argv.index("img") :]
     assert tail == [
@@ -114,7 +115,8 @@ def test_docker_with_network_and_without_gpus(tmp_path: Path):
     request = make_request(tmp_path, network=True, env=env, memory_limit_mb=None)
     argv = docker_argv(request, image="img", name="rexmle-x")
     assert option_values(argv, "--network") == ["bridge"]
-    assert "--gpus" not in argv and "--memory" not in argv
+    assert "--gpus" not in argv
+    assert "--memory" not in argv
     # with network the relays are not needed: the agent's command runs as given
     assert argv[argv.index("img") :] == ["img", "python3", "-m", "rexmle.agents.dummy"]
 
@@ -160,7 +162,8 @@ def test_a_missing_engine_is_an_infra_error_saying_so(tmp_path: Path, monkeypatc
     try:
         request = make_request(tmp_path)
         result = DockerSandbox().run(request)
-        assert result.exit_code is None and "docker is not installed" in (result.error or "")
+        assert result.exit_code is None
+        assert "docker is not installed" in (result.error or "")
         result = ApptainerSandbox().run(request)
         assert "apptainer is not installed" in (result.error or "")
     finally:

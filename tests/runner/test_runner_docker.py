@@ -85,7 +85,7 @@ def dockerd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def dummy_image(dockerd: str, tmp_path_factory: pytest.TempPathFactory) -> str:
+def dummy_image(dockerd: str, tmp_path_factory: pytest.TempPathFactory) -> str:  # noqa: ARG001 (images are imported into that daemon)
     rootfs = tmp_path_factory.mktemp("rootfs")
     built = subprocess.run(
         ["debootstrap", "--variant=minbase", "--include=python3", "bookworm",
@@ -109,7 +109,8 @@ def dummy_image(dockerd: str, tmp_path_factory: pytest.TempPathFactory) -> str:
     return image
 
 
-def test_the_dummy_agent_runs_in_docker_end_to_end(dummy_image, isles22_dirs, tmp_path: Path):
+@pytest.mark.usefixtures("dummy_image")
+def test_the_dummy_agent_runs_in_docker_end_to_end(isles22_dirs, tmp_path: Path):
     spec = load_agent("dummy")
     config = RunConfig(
         task="isles22",
@@ -126,8 +127,10 @@ def test_the_dummy_agent_runs_in_docker_end_to_end(dummy_image, isles22_dirs, tm
     )
     record = execute_run(RunJob(config=config, group="docker", folder=folder), options)
     assert record.status == "completed", (record.error, (folder / "agent.stderr.log").read_text())
-    assert record.sandbox is not None and record.sandbox.kind == "docker"
-    assert record.grade is not None and record.grade.valid
+    assert record.sandbox is not None
+    assert record.sandbox.kind == "docker"
+    assert record.grade is not None
+    assert record.grade.valid
     assert record.validation_requests == 0  # the dummy never validates; the relay was idle
 
 

@@ -160,7 +160,8 @@ def test_the_paper_preset_expands_to_the_published_grid():
     assert pairs == {("aide", m) for m in backends} | {("ml-master", m) for m in backends} | {
         ("rdagent", "gpt-5")
     }
-    assert {k.task for k in keys} == set(all_tasks()) and len(all_tasks()) == 20
+    assert {k.task for k in keys} == set(all_tasks())
+    assert len(all_tasks()) == 20
     assert {k.seed for k in keys} == {0}
     assert len(set(keys)) == len(keys)
     jobs = experiment_jobs(load_experiment("paper-grid"), Path("runs"))
@@ -186,7 +187,8 @@ def test_experiment_refuses_flags_that_it_describes(tmp_path: Path):
     result = CliRunner().invoke(
         app, ["run", "--experiment", str(write_experiment(tmp_path)), "--agent", "dummy"]
     )
-    assert result.exit_code == 2 and "drop --agent" in result.stderr
+    assert result.exit_code == 2
+    assert "drop --agent" in result.stderr
 
 
 def test_an_experiment_runs_locally_and_status_counts_it(tmp_path: Path, isles22_dirs):

@@ -1,5 +1,6 @@
 """Runs with the LLM gateway: a network-less agent reaches LLMs through its relay, never holds a
-provider key, and is stopped within seconds when its budget or rate cap is spent."""
+provider key, and is stopped within seconds when its budget or rate cap is spent.
+"""
 
 from __future__ import annotations
 
@@ -124,7 +125,8 @@ def test_budget_stop_ends_a_hanging_agent_and_grades_its_submission(
     assert record.status == "budget_exceeded", record.error
     assert "budget of 0.01 USD spent" in (record.error or "")
     assert seconds < 60  # the agent would sleep for an hour, the time limit is 120 s
-    assert record.grade is not None and record.grade.valid
+    assert record.grade is not None
+    assert record.grade.valid
     assert record.llm is not None
     assert record.llm.calls - record.llm.calls_refused == 1
     assert record.llm.cost_usd == pytest.approx(0.01251, abs=1e-12)
@@ -133,7 +135,8 @@ def test_budget_stop_ends_a_hanging_agent_and_grades_its_submission(
     assert "answer: costly" in (folder / "agent.stdout.log").read_text()
     assert (folder / "llm_usage.jsonl").is_file()
     assert (folder / "llm_trajectory.jsonl").is_file()
-    assert record.sandbox is not None and record.sandbox.network_isolated
+    assert record.sandbox is not None
+    assert record.sandbox.network_isolated
 
 
 def test_a_run_budget_from_its_config_replaces_the_gateway_default(
@@ -144,7 +147,8 @@ def test_a_run_budget_from_its_config_replaces_the_gateway_default(
     # 0.01251 USD per call stays under 1.0 USD: the rate cap (3 per minute) stops the run
     assert record.status == "budget_exceeded"
     assert "3 calls per minute" in (record.error or "")
-    assert record.llm is not None and record.llm.budget_usd == 1.0
+    assert record.llm is not None
+    assert record.llm.budget_usd == 1.0
     assert record.llm.cost_usd == pytest.approx(3 * 0.01251, abs=1e-12)
 
 
@@ -166,7 +170,8 @@ def test_the_provider_key_never_enters_the_sandbox(
     # the rate cap (3 calls per minute) stops the looping agent
     assert record.status == "budget_exceeded"
     assert "3 calls per minute" in (record.error or "")
-    assert record.llm is not None and record.llm.calls_refused >= 1
+    assert record.llm is not None
+    assert record.llm.calls_refused >= 1
     assert STANDIN_KEY not in (folder / "llm_trajectory.jsonl").read_text()
     assert os.environ["OPENAI_API_KEY"] == STANDIN_KEY
 

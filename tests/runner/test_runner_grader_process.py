@@ -55,7 +55,7 @@ def test_grader_dies_with_a_killed_harness_and_writes_no_grade(isles22_dirs, tmp
     assert not (folder / "grade.json").exists()
 
 
-def test_memory_limit_applies_to_the_command_and_not_its_parent(tmp_path: Path):
+def test_memory_limit_applies_to_the_command_and_not_its_parent():
     probe = (
         "import resource\n"
         "print(resource.getrlimit(resource.RLIMIT_AS)[0])\n"

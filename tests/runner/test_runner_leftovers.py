@@ -33,7 +33,8 @@ def test_socket_dir_of_a_killed_harness_is_removed_one_in_use_is_kept(tmp_path: 
         alive_dir = Path(alive.stdout.readline().strip())  # type: ignore[union-attr]
         killed.kill()  # SIGKILL: its finally never runs
         killed.wait()
-        assert killed_dir.is_dir() and (killed_dir / OWNER_LOCK).is_file()
+        assert killed_dir.is_dir()
+        assert (killed_dir / OWNER_LOCK).is_file()
         assert remove_stale_socket_dirs(tmp_path) == [killed_dir]
         assert not killed_dir.exists()
         assert alive_dir.is_dir()  # its owner still holds the lock

@@ -42,7 +42,8 @@ def test_exit_code_and_logs(tmp_path: Path):
 def test_command_that_cannot_start_reports_an_error(tmp_path: Path):
     result = LocalSandbox().run(request(tmp_path, [str(tmp_path / "no-such-program")]))
     assert result.exit_code is None
-    assert result.error is not None and "cannot start" in result.error
+    assert result.error is not None
+    assert "cannot start" in result.error
 
 
 def test_time_limit_kills_the_whole_tree(tmp_path: Path):
@@ -95,7 +96,8 @@ def test_cancel_event_stops_the_agent(tmp_path: Path):
     cancel = threading.Event()
     threading.Timer(0.5, cancel.set).start()
     result = LocalSandbox().run(request(tmp_path, ["sleep", "60"], cancel=cancel))
-    assert result.cancelled and not result.timed_out
+    assert result.cancelled
+    assert not result.timed_out
     assert result.seconds < 5
 
 

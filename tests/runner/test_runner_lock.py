@@ -46,7 +46,8 @@ def test_second_run_of_the_same_job_skips_it(isles22_dirs, tmp_path: Path):
     assert "skipped: another rexmle process is running this job" in message
     assert second.returncode == 0
     record = read_record(folder)
-    assert record is not None and record.status == "completed"
+    assert record is not None
+    assert record.status == "completed"
     print(f"second process skipped the locked job in {second_s:.2f} s")
 
 

@@ -1,5 +1,6 @@
 """Overlays are drawn at grade time from the private gold into the run folder, never into the
-workspace, and stay within their size bound."""
+workspace, and stay within their size bound.
+"""
 
 from __future__ import annotations
 
@@ -16,11 +17,13 @@ def test_a_graded_segmentation_run_gets_overlays_in_its_folder(run_agent, isles2
     record, folder = run_agent(COPY_SAMPLE, dirs=isles22_dirs)
     assert record.status == "completed"
     manifest = json.loads((folder / OVERLAY_DIR / MANIFEST).read_text())
-    assert manifest and {m["rank"] for m in manifest} <= {"best", "median", "worst"}
+    assert manifest
+    assert {m["rank"] for m in manifest} <= {"best", "median", "worst"}
     grade = json.loads((folder / "grade.json").read_text())
     scores = {c["case_id"]: c["dice"] for c in grade["cases"]}
     best = next(m for m in manifest if m["rank"] == "best")
-    assert best["score"] == max(scores.values()) and best["score_key"] == "dice"
+    assert best["score"] == max(scores.values())
+    assert best["score_key"] == "dice"
     total, gold_drawn = 0, []
     for item in manifest:
         path = folder / OVERLAY_DIR / item["file"]
@@ -28,14 +31,16 @@ def test_a_graded_segmentation_run_gets_overlays_in_its_folder(run_agent, isles2
         with Image.open(path) as image:
             width, height = image.size
             pixels = np.asarray(image.convert("RGB"))
-        assert 0 < height <= PANEL_PX and 0 < width <= 2 * PANEL_PX + 6
+        assert 0 < height <= PANEL_PX
+        assert 0 < width <= 2 * PANEL_PX + 6
         gold_drawn.append(bool((pixels[:, : width // 2] == (40, 200, 90)).all(axis=2).any()))
         # the sample submission predicts no lesion: no prediction outline anywhere
         assert not (pixels == (230, 60, 50)).all(axis=2).any()
     assert any(gold_drawn)  # case 0002's lesion is outlined in the left panel
     assert total <= MAX_TOTAL_BYTES
     workspace = folder / "workspace"
-    assert not list(workspace.rglob("*.png")) and not (workspace / OVERLAY_DIR).exists()
+    assert not list(workspace.rglob("*.png"))
+    assert not (workspace / OVERLAY_DIR).exists()
 
 
 def test_an_invalid_run_gets_no_overlays(run_agent, isles22_dirs):
@@ -48,10 +53,12 @@ def test_an_invalid_run_gets_no_overlays(run_agent, isles22_dirs):
 def test_an_overlay_failure_is_recorded_and_leaves_the_grade(run_agent, isles22_dirs, monkeypatch):
     import rexmle.report.overlays as overlays
 
-    def broken(*args, **kwargs):
+    def broken(*_args, **_kwargs):
         raise KeyError("case_id")
 
     monkeypatch.setattr(overlays, "write_overlays", broken)
     record, folder = run_agent(COPY_SAMPLE, dirs=isles22_dirs)
-    assert record.status == "completed" and record.grade is not None and record.grade.valid
+    assert record.status == "completed"
+    assert record.grade is not None
+    assert record.grade.valid
     assert "KeyError" in (folder / OVERLAY_DIR / "error.txt").read_text()

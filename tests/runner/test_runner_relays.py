@@ -59,7 +59,7 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
-def test_shim_forwards_every_relay_to_its_own_socket(unix_services, tmp_path):
+def test_shim_forwards_every_relay_to_its_own_socket(unix_services):
     ports = [_free_port(), _free_port()]
     relays = tuple(Relay(port, path) for port, path in zip(ports, unix_services, strict=True))
     argv = shim_argv([sys.executable, "-c", CLIENT, *map(str, ports)], relays=relays)

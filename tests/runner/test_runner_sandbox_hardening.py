@@ -124,9 +124,7 @@ def probe_lines(folder: Path) -> dict[str, str]:
     return dict(line.split(" ", 1) for line in lines if " " in line)
 
 
-def test_without_network_host_services_are_out_of_reach(
-    run_agent, isles22_dirs, host_services, tmp_path
-):
+def test_without_network_host_services_are_out_of_reach(run_agent, isles22_dirs, host_services):
     command = probe_command(host_services)
     record, folder = run_agent(command, dirs=isles22_dirs, sandbox=BwrapSandbox())
     seen = probe_lines(folder)
@@ -135,12 +133,13 @@ def test_without_network_host_services_are_out_of_reach(
     assert seen["abstract"].startswith("blocked")
     if "outbound" in seen:
         assert seen["outbound"].startswith("blocked")
-    assert record.sandbox is not None and record.sandbox.network == "off"
+    assert record.sandbox is not None
+    assert record.sandbox.network == "off"
     assert record.status == "completed"
 
 
 @needs_slirp
-def test_with_network_only_outbound_works(run_agent, isles22_dirs, host_services, tmp_path):
+def test_with_network_only_outbound_works(run_agent, isles22_dirs, host_services):
     command = probe_command(host_services)
     record, folder = run_agent(command, dirs=isles22_dirs, sandbox=BwrapSandbox(), network=True)
     seen = probe_lines(folder)
@@ -151,7 +150,8 @@ def test_with_network_only_outbound_works(run_agent, isles22_dirs, host_services
     # ... while an address outside the sandbox is reached
     if host_services["public_ip"] != "-":
         assert seen["outbound"] == "reached"
-    assert record.sandbox is not None and record.sandbox.network == "isolated-outbound"
+    assert record.sandbox is not None
+    assert record.sandbox.network == "isolated-outbound"
     assert record.config.agent.network is True
     assert record.status == "completed"
     assert marker_processes("slirp4netns --configure --disable-host-loopback") == []
@@ -261,8 +261,10 @@ def test_logs_stop_at_the_cap_and_say_so(tmp_path: Path):
     command = "head -c 5000000 /dev/zero | tr '\\0' x; head -c 3000000 /dev/zero | tr '\\0' y >&2"
     stdout, stderr = run_direct(tmp_path, command, limits=SandboxLimits(log_bytes=cap))
     note = f"[rexmle] log cap of {cap} bytes reached: further output is dropped"
-    assert stdout.split(note)[0].count("x") == cap and note in stdout
-    assert stderr.split(note)[0].count("y") == cap and note in stderr
+    assert stdout.split(note)[0].count("x") == cap
+    assert note in stdout
+    assert stderr.split(note)[0].count("y") == cap
+    assert note in stderr
     assert (tmp_path / "out.log").stat().st_size < cap + 200
 
 
@@ -322,7 +324,7 @@ def test_local_sandbox_is_recorded_non_isolated_even_when_chosen(run_agent, isle
     assert recorded["network"] == "host"
 
 
-def test_local_daemon_without_its_token_ends_with_the_run(run_agent, isles22_dirs, tmp_path):
+def test_local_daemon_without_its_token_ends_with_the_run(run_agent, isles22_dirs):
     marker = f"daemon-{uuid.uuid4().hex}"
     command = (
         f"{COPY_SAMPLE}; setsid env -i /bin/sh -c 'sleep 60; echo {marker}' "
@@ -351,7 +353,8 @@ def test_local_agent_dies_when_the_harness_is_killed(isles22_dirs, tmp_path: Pat
     harness = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 120
     while not started.exists():
-        assert time.monotonic() < deadline and harness.poll() is None
+        assert time.monotonic() < deadline
+        assert harness.poll() is None
         time.sleep(0.1)
     assert marker_processes(marker)
     harness.kill()  # SIGKILL: no clean-up code of the harness runs

@@ -100,7 +100,7 @@ def command_agent(tmp_path: Path, name: str, command: str) -> Path:
 
 
 @pytest.fixture
-def dirs(cluster: LocalSlurmCluster, tmp_path: Path) -> dict[str, Path]:
+def dirs(cluster: LocalSlurmCluster, tmp_path: Path) -> dict[str, Path]:  # noqa: ARG001 (runs need the cluster up)
     return {"runs": tmp_path / "runs", "data": tmp_path / "data"}
 
 
@@ -119,14 +119,17 @@ def test_dummy_and_baseline_runs_end_to_end_with_resume(tmp_path: Path, dirs):
     records = [read_record(f) for f in folders]
     assert [r.status for r in records if r] == ["completed"] * 4
     for folder, record in zip(folders, records, strict=True):
-        assert record is not None and record.scheduler is not None
+        assert record is not None
+        assert record.scheduler is not None
         assert record.scheduler.kind == "slurm"
         assert record.scheduler.node == socket.gethostname()
         assert record.scheduler.gpus in ("0", "1")  # one of the 2 fake GPUs, by Slurm
         assert record.experiment == "dummies"
-        assert record.grade is not None and record.grade.valid
+        assert record.grade is not None
+        assert record.grade.valid
         grade = json.loads((folder / "grade.json").read_text(encoding="utf-8"))
-        assert grade["valid"] and grade["task"] == record.task
+        assert grade["valid"]
+        assert grade["task"] == record.task
     assert len({r.scheduler.job_id for r in records if r and r.scheduler}) == 4
 
     before = {f: (f / "run.json").read_bytes() for f in folders}
@@ -158,7 +161,8 @@ def test_retry_failed_reruns_a_failed_run(tmp_path: Path, dirs):
     assert status_of(folder) == "agent_error"
     flag.unlink()
     kept = rexmle("run", "--experiment", str(study), *common(dirs))
-    assert "0 run(s) to submit" in kept.stderr and status_of(folder) == "agent_error"
+    assert "0 run(s) to submit" in kept.stderr
+    assert status_of(folder) == "agent_error"
     retried = rexmle("run", "--experiment", str(study), "--retry-failed", *common(dirs))
     assert retried.returncode == 0, retried.stderr
     assert status_of(folder) == "completed"
@@ -180,10 +184,12 @@ def test_cancel_records_cancelled_and_the_run_runs_again(tmp_path: Path, dirs):
     assert "0 run(s) to submit, 1 still queued or running in Slurm" in alive.stderr
 
     cancelled = rexmle("cancel", str(dirs["runs"]))
-    assert cancelled.returncode == 0 and "signalled 1 job(s)" in cancelled.stdout
+    assert cancelled.returncode == 0
+    assert "signalled 1 job(s)" in cancelled.stdout
     wait_for(lambda: status_of(folder) == "cancelled")
     record = read_record(folder)
-    assert record is not None and "will run again" in (record.error or "")
+    assert record is not None
+    assert "will run again" in (record.error or "")
     wait_for(lambda: marker_processes(str(hold)) == [])  # the agent was stopped
 
     hold.unlink()
@@ -221,9 +227,11 @@ def test_a_killed_job_is_detected_as_lost(tmp_path: Path, dirs, cluster: LocalSl
 
     resumed = rexmle("run", "--experiment", str(study), *common(dirs))
     assert resumed.returncode == 0, resumed.stderr
-    assert "lost:" in resumed.stderr and "0 run(s) to submit" in resumed.stderr
+    assert "lost:" in resumed.stderr
+    assert "0 run(s) to submit" in resumed.stderr
     record = read_record(folder)
-    assert record is not None and record.status == "infra_error"
+    assert record is not None
+    assert record.status == "infra_error"
     assert f"the Slurm job {job_id} ended" in (record.error or "")
 
     hold.unlink(missing_ok=True)

@@ -67,4 +67,5 @@ def test_counts_and_eta(tmp_path: Path):
 def test_no_eta_before_a_run_finished(tmp_path: Path):
     put(tmp_path, 0, "running")
     state = runs_status(tmp_path)
-    assert state.counts == {"running": 1} and state.eta_s is None
+    assert state.counts == {"running": 1}
+    assert state.eta_s is None

@@ -15,7 +15,8 @@ def test_sample_submission_run_is_completed_and_graded(run_agent, isles22_dirs):
     record, folder = run_agent(command, dirs=isles22_dirs)
     assert record.status == "completed"
     assert record.exit_code == 0
-    assert record.grade is not None and record.grade.valid
+    assert record.grade is not None
+    assert record.grade.valid
     assert record.grade.headline_key == "dice"
     grade = json.loads((folder / "grade.json").read_text())
     assert grade["valid"] is True
@@ -27,7 +28,8 @@ def test_sample_submission_run_is_completed_and_graded(run_agent, isles22_dirs):
     assert on_disk == record
     assert record.sandbox is not None
     assert (record.sandbox.kind, record.sandbox.isolated) == ("local", False)
-    assert record.versions["rexmle"] and record.hardware["cpus"] >= 1
+    assert record.versions["rexmle"]
+    assert record.hardware["cpus"] >= 1
     assert record.run_id == record.config.run_id()
     # the workspace keeps what the agent wrote, but not its copy of the data
     assert (folder / "workspace" / "notes.txt").read_text() == "notes\n"
@@ -51,7 +53,8 @@ def test_bad_submission_is_invalid_with_reasons_in_grade_json(run_agent, isles22
     )
     record, folder = run_agent(command, dirs=isles22_dirs)
     assert record.status == "invalid_submission"
-    assert record.grade is not None and not record.grade.valid
+    assert record.grade is not None
+    assert not record.grade.valid
     assert record.grade.grader_exit_code == 1
     grade = json.loads((folder / "grade.json").read_text())
     assert grade["valid"] is False
@@ -68,7 +71,8 @@ def test_grader_failure_is_infra_error(run_agent, own_isles22):
     gold_masks[0].unlink()
     record, folder = run_agent(COPY_SAMPLE, dirs=own_isles22)
     assert record.status == "infra_error"
-    assert record.grade is not None and record.grade.grader_exit_code == 2
+    assert record.grade is not None
+    assert record.grade.grader_exit_code == 2
     assert "grader failed (exit 2)" in (record.error or "")
     assert (folder / "grade.log").stat().st_size > 0
 
@@ -95,5 +99,6 @@ def test_agent_forking_children_is_killed_at_the_limit_and_still_graded(run_agen
     assert marker_processes(marker) == []
     assert "time limit reached" in (folder / "agent.stderr.log").read_text()
     # the submission written before the limit is graded
-    assert record.grade is not None and record.grade.valid
+    assert record.grade is not None
+    assert record.grade.valid
     assert json.loads((folder / "grade.json").read_text())["valid"] is True

@@ -33,7 +33,8 @@ def _post(server: ValidationServer, body: bytes) -> tuple[int, dict]:
 
 def _tar(members: dict[str, bytes]) -> bytes:
     """An uncompressed tar; every name is also written as a pax ``path`` record, verbatim (NUL
-    bytes included: a plain tar header would cut the name at the first NUL)."""
+    bytes included: a plain tar header would cut the name at the first NUL).
+    """
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as archive:
         for name, data in members.items():
@@ -60,10 +61,12 @@ def test_nul_and_deep_members_are_400_with_a_reason(server):
     assert f"1100 folders deep (at most {MAX_MEMBER_DEPTH})" in answer["reasons"][0]
     long_part = "p" * 300 + ".nii.gz"
     status, answer = _post(server, _tar({long_part: b"1"}))
-    assert status == 400 and "part over 255 bytes" in answer["reasons"][0]
+    assert status == 400
+    assert "part over 255 bytes" in answer["reasons"][0]
     # the server still answers normally afterwards
     status, answer = _post(server, b"not an archive")
-    assert status == 400 and answer["valid"] is False
+    assert status == 400
+    assert answer["valid"] is False
 
 
 def test_truncated_or_corrupt_compressed_archives_are_400(server, isles22_dirs, tmp_path):
@@ -76,7 +79,8 @@ def test_truncated_or_corrupt_compressed_archives_are_400(server, isles22_dirs, 
     for body in (whole[: len(whole) // 2], whole[:10] + bytes(200) + whole[210:]):
         status, answer = _post(server, body)
         assert status == 400, answer
-        assert answer["valid"] is False and answer["reasons"]
+        assert answer["valid"] is False
+        assert answer["reasons"]
 
 
 def test_bomb_upload_keeps_the_server_process_small(isles22_dirs, tmp_path):
@@ -120,4 +124,5 @@ def test_a_check_over_its_memory_limit_is_a_500_and_the_server_goes_on(isles22_d
         assert starved.n_requests == 1
     with ValidationServer("isles22", data_dir=isles22_dirs.root.parent) as normal:
         status, answer = _post(normal, buffer.getvalue())
-        assert status == 200 and answer["valid"] is True
+        assert status == 200
+        assert answer["valid"] is True

@@ -41,7 +41,8 @@ def test_workspace_holds_public_data_only(isles22_dirs, tmp_path: Path, mode: st
     assert not (workspace.root / ".data-mode-copy").exists()  # nothing the agent could forge
     if mode == "copy":
         assert sample.stat().st_mode & 0o222 == 0  # read-only copies
-    assert workspace.submission.is_dir() and not any(workspace.submission.iterdir())
+    assert workspace.submission.is_dir()
+    assert not any(workspace.submission.iterdir())
     assert workspace.validate_script.stat().st_mode & 0o100
     remove_tree(workspace.root)
     assert not workspace.root.exists()
@@ -89,7 +90,8 @@ def test_nothing_points_to_the_data_root(isles22_dirs, tmp_path: Path, monkeypat
     )
     data_root = str(isles22_dirs.root.parent)
     assert not any(data_root in value or "private" in value for value in env.values())
-    assert "REXMLE_DATA_DIR" not in env and "NOT_PASSED" not in env
+    assert "REXMLE_DATA_DIR" not in env
+    assert "NOT_PASSED" not in env
     assert env["MY_API_KEY"] == "secret-value"
     assert env["CUDA_VISIBLE_DEVICES"] == "1"
     expected = {
@@ -131,4 +133,5 @@ def test_collect_submission_copies_files_and_drops_outside_links(tmp_path: Path)
     assert "ignored" in collect_submission(linked, tmp_path / "copy2")[0]
     assert files_under(tmp_path / "copy2") == set()
     remove_tree(linked)
-    assert not linked.exists() and source.is_dir()
+    assert not linked.exists()
+    assert source.is_dir()

@@ -31,7 +31,7 @@ def offline(monkeypatch: pytest.MonkeyPatch) -> None:
     for env in (ZENODO_URL_ENV, FIGSHARE_URL_ENV, GDRIVE_URL_ENV):
         monkeypatch.setenv(env, "http://127.0.0.1:9")
 
-    def refuse(self: socket.socket, address: object) -> None:
+    def refuse(_self: socket.socket, address: object) -> None:
         pytest.fail(f"a test marked offline tried to connect to {address}")
 
     monkeypatch.setattr(socket.socket, "connect", refuse)

@@ -1,6 +1,7 @@
 """Test helpers for rexmle.sources: a real HTTP server on 127.0.0.1 standing in for Zenodo,
 Figshare, Google Drive and plain URLs (with switches for dropped connections, corrupt bytes
-and error statuses), a minimal TaskSpec factory and a tiny-backoff retry policy."""
+and error statuses), a minimal TaskSpec factory and a tiny-backoff retry policy.
+"""
 
 from __future__ import annotations
 
@@ -57,7 +58,7 @@ class SourceServer:
         server = self
 
         class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: object) -> None:
+            def log_message(self, *_args: object) -> None:
                 return
 
             def do_GET(self) -> None:
@@ -217,7 +218,8 @@ def serve_zenodo(server, record: str, files: dict[str, bytes], *, licence="cc-by
 def serve_gdrive(server, file_id: str, body: bytes, **file_options) -> dict[str, str]:
     """Drive-like flow: /uc redirects (303) to /download?id=..&export=download, which
     answers a virus-scan warning page; its form leads to the same path with
-    confirm=t&uuid=.., the only URL that serves the bytes. Returns that query."""
+    confirm=t&uuid=.., the only URL that serves the bytes. Returns that query.
+    """
     confirmed = {"id": file_id, "export": "download", "confirm": "t", "uuid": "5f0c-uuid"}
 
     def uc(handler, query):

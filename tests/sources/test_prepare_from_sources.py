@@ -134,7 +134,8 @@ def test_drive_with_dropped_connection_to_prepared_usenhance(source_server, tmp_
     assert ranges, "the interrupted download was not resumed with a Range request"
 
 
-def test_prepare_from_a_local_folder_never_goes_online(offline, tmp_path) -> None:
+@pytest.mark.usefixtures("offline")
+def test_prepare_from_a_local_folder_never_goes_online(tmp_path) -> None:
     root = _fixture("isles22", tmp_path)
     shared = tmp_path / "shared-disk"
     shared.mkdir()

@@ -173,7 +173,8 @@ def test_pinned_checksum_differing_from_the_source_fails(source_server, tmp_path
     assert list((tmp_path / "t" / "downloads").iterdir()) == []
 
 
-def test_missing_record_is_a_clear_404(source_server, tmp_path):
+@pytest.mark.usefixtures("source_server")
+def test_missing_record_is_a_clear_404(tmp_path):
     task = make_task([zenodo_source(SourceFile(name="a.zip"), record="999")])
     with pytest.raises(HttpStatusError) as err:
         fetch_task_raw(task, tmp_path / "t" / "raw", progress=False, retry_policy=FAST_RETRIES)
@@ -216,7 +217,7 @@ def test_not_enough_disk_is_reported_before_downloading(
     archive = zip_builder("a.zip", {"a.txt": b"a"})
     serve_zenodo(source_server, RECORD, {"a.zip": archive})
     task = make_task([zenodo_source(SourceFile(name="a.zip"))])
-    monkeypatch.setattr("rexmle.sources.disk.free_bytes", lambda folder: 1000)
+    monkeypatch.setattr("rexmle.sources.disk.free_bytes", lambda _folder: 1000)
     with pytest.raises(DiskSpaceError) as err:
         fetch_task_raw(task, tmp_path / "t" / "raw", progress=False, retry_policy=FAST_RETRIES)
     assert err.value.available_bytes == 1000
@@ -377,7 +378,8 @@ def test_progress_bars_do_not_break_the_fetch(source_server, tmp_path, zip_build
     assert manifest.complete
 
 
-def test_from_dir_works_with_no_server(offline, tmp_path, zip_builder):
+@pytest.mark.usefixtures("offline")
+def test_from_dir_works_with_no_server(tmp_path, zip_builder):
     archive = zip_builder("images.zip", {"top/a.txt": b"a"})
     shared = tmp_path / "cluster-share"
     shared.mkdir()
@@ -398,7 +400,8 @@ def test_from_dir_works_with_no_server(offline, tmp_path, zip_builder):
     assert not (tmp_path / "data" / "demo-task" / "downloads").exists()
 
 
-def test_from_dir_refuses_a_wrong_or_missing_or_unpinned_file(offline, tmp_path, zip_builder):
+@pytest.mark.usefixtures("offline")
+def test_from_dir_refuses_a_wrong_or_missing_or_unpinned_file(tmp_path, zip_builder):
     archive = zip_builder("images.zip", {"top/a.txt": b"a"})
     shared = tmp_path / "share"
     shared.mkdir()
@@ -422,7 +425,8 @@ def test_from_dir_refuses_a_wrong_or_missing_or_unpinned_file(offline, tmp_path,
         fetch_task_raw(missing, tmp_path / "c" / "raw", from_dir=shared, progress=False)
 
 
-def test_from_dir_finds_another_data_dirs_downloads(offline, tmp_path, zip_builder):
+@pytest.mark.usefixtures("offline")
+def test_from_dir_finds_another_data_dirs_downloads(tmp_path, zip_builder):
     archive = zip_builder("a.zip", {"a.txt": b"a"})
     other = tmp_path / "other-data"
     (other / "fam-shared" / "downloads").mkdir(parents=True)

@@ -76,7 +76,7 @@ def test_download_warning_cookie_flow(source_server):
 
     source_server.add("/uc", Route(handler=uc))
     url = resolve_download_url(
-        FILE_ID, context="c", policy=FAST_RETRIES, opener=make_opener(), sleep=lambda s: None
+        FILE_ID, context="c", policy=FAST_RETRIES, opener=make_opener(), sleep=lambda _s: None
     )
     assert url == f"{first_url(FILE_ID)}&confirm=TOKEN9"
 

@@ -14,7 +14,9 @@ def test_largest_component_keeps_the_biggest_26_connected_piece() -> None:
     mask[2, 2, 2] = True  # touches the first block at a corner only: joins it (26-connectivity)
     mask[5:8, 5:8, 5:7] = True  # 18 voxels, separate
     kept = largest_component(mask)
-    assert kept.sum() == 18 and kept[5:8, 5:8, 5:7].all() and not kept[0:3, 0:3, 0:3].any()
+    assert kept.sum() == 18
+    assert kept[5:8, 5:8, 5:7].all()
+    assert not kept[0:3, 0:3, 0:3].any()
     corner = np.zeros((4, 4, 4), dtype=bool)
     corner[0, 0, 0] = corner[1, 1, 1] = True
     assert largest_component(corner).sum() == 2  # one piece under 26-connectivity
@@ -28,7 +30,9 @@ def test_empty_mask_has_the_grid_of_its_image_and_copies_are_exact(tmp_path) -> 
     grid = read_image(image).geometry
     write_empty_mask(tmp_path / "sample" / "mask.nii.gz", grid)
     written = read_image(tmp_path / "sample" / "mask.nii.gz")
-    assert written.array.dtype == np.uint8 and not written.array.any()
-    assert written.geometry.shape == grid.shape and written.geometry.spacing_mm == grid.spacing_mm
+    assert written.array.dtype == np.uint8
+    assert not written.array.any()
+    assert written.geometry.shape == grid.shape
+    assert written.geometry.spacing_mm == grid.spacing_mm
     copy_file(image, tmp_path / "a" / "b" / "copy.nii.gz")
     assert (tmp_path / "a" / "b" / "copy.nii.gz").read_bytes() == image.read_bytes()

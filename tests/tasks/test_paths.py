@@ -36,7 +36,8 @@ STRICT = PathRules(max_depth=2, max_bytes=20, max_part_bytes=8)
 )
 def test_each_rule_by_hand(name: str, rule: str) -> None:
     problem = relative_path_problem(name, STRICT)
-    assert problem is not None and problem.rule == rule
+    assert problem is not None
+    assert problem.rule == rule
 
 
 @pytest.mark.parametrize("name", ["a/b/c", "./a", "a//b", "..b/c", "a/b..", "d/"])
@@ -48,14 +49,17 @@ def test_backslashes_may_be_separators_and_then_dotdot_is_seen() -> None:
     windows = PathRules(backslash_separates=True)
     assert relative_path_problem("a\\b.txt", windows) is None
     problem = relative_path_problem("..\\evil.txt", windows)
-    assert problem is not None and problem.rule == "parent"
+    assert problem is not None
+    assert problem.rule == "parent"
     problem = relative_path_problem("C:\\evil.txt", windows)
-    assert problem is not None and problem.rule == "absolute"
+    assert problem is not None
+    assert problem.rule == "absolute"
 
 
 def test_depth_and_length_messages_state_found_and_allowed() -> None:
     deep = relative_path_problem("a/b/c/d", STRICT)
-    assert deep is not None and deep.message == "is 3 folders deep (at most 2)"
+    assert deep is not None
+    assert deep.message == "is 3 folders deep (at most 2)"
     long = relative_path_problem("abcdefghi", STRICT)
     assert long is not None
     assert long.message == "has a name of 9 bytes or a part over 8 bytes (at most 20 in all)"
@@ -74,7 +78,8 @@ def test_is_inside_follows_links(tmp_path: Path) -> None:
 def test_long_names_are_cut_in_messages() -> None:
     assert shown_name("abc") == "'abc'"
     shown = shown_name("x" * 500)
-    assert shown.endswith("... (500 characters)") and len(shown) < 230
+    assert shown.endswith("... (500 characters)")
+    assert len(shown) < 230
 
 
 def test_a_cell_with_a_drive_letter_is_absolute(tmp_path: Path) -> None:
@@ -87,10 +92,12 @@ def test_a_cell_with_a_drive_letter_is_absolute(tmp_path: Path) -> None:
 
 def test_an_over_long_cell_says_which_limit(tmp_path: Path) -> None:
     path, problem = resolve_submission_path(tmp_path, "p" * 300 + ".nii.gz")
-    assert path is None and problem is not None
+    assert path is None
+    assert problem is not None
     assert "part over 255 bytes (at most 4096 in all)" in problem
     path, problem = resolve_submission_path(tmp_path, "a/" * 2100 + "b")
-    assert path is None and problem is not None
+    assert path is None
+    assert problem is not None
     assert "a name of 4201 bytes" in problem
 
 

@@ -45,7 +45,8 @@ class AdapterError(RuntimeError):
 @dataclass(frozen=True)
 class Launch:
     """The agent's command: argv, the variables added to the adapter's environment, its cwd,
-    and the files written before it starts (path -> text)."""
+    and the files written before it starts (path -> text).
+    """
 
     argv: list[str]
     env: dict[str, str]
@@ -341,7 +342,7 @@ def run_agent(
     )
     stopping = threading.Event()
 
-    def on_term(signum: int, frame: object) -> None:
+    def on_term(_signum: int, _frame: object) -> None:
         stopping.set()
         process.terminate()
 

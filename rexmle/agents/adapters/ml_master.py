@@ -101,7 +101,8 @@ def build(config: dict[str, object], environ: dict[str, str]) -> runtime.Launch:
 
 def multipart_body(csv_bytes: bytes, files: dict[str, bytes]) -> tuple[bytes, str]:
     """A ``multipart/form-data`` body: part ``file`` (the CSV), then one ``files`` part per
-    named file (filename = its path relative to the submission folder). Returns (body, type)."""
+    named file (filename = its path relative to the submission folder). Returns (body, type).
+    """
     boundary = f"rexmle-{uuid.uuid4().hex}"
     chunks: list[bytes] = []
     parts = [("file", "submission.csv", csv_bytes)]
@@ -142,7 +143,7 @@ class ValidationForwarder:
         forwarder = self
 
         class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format: str, *args: object) -> None:
+            def log_message(self, _format: str, *_args: object) -> None:
                 return
 
             def _reply(self, status: int, body: dict[str, object]) -> None:

@@ -153,7 +153,7 @@ def score_dataset(job: ScoreJob) -> list[CaseRow]:
     return rows
 
 
-def aggregate(rows: list[CaseRow], task: TaskSpec) -> dict[str, float]:
+def aggregate(rows: list[CaseRow], _task: TaskSpec) -> dict[str, float]:
     """The 16 COCO values of :func:`dentex_scores` over every row's image at once."""
     boxes = [row.detail for row in rows]
     return dentex_scores([b.truth for b in boxes], [b.detections for b in boxes])

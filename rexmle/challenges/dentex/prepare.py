@@ -119,7 +119,8 @@ def split_ids(
     image_ids: list[int], *, seed: int, test_fraction: float
 ) -> tuple[list[int], list[int]]:
     """The reference split: shuffle the file-order ids with ``random.Random(seed)``; the first
-    ``int((1 - test_fraction) n)`` are train, the rest test."""
+    ``int((1 - test_fraction) n)`` are train, the rest test.
+    """
     ids = list(image_ids)
     random.Random(seed).shuffle(ids)
     n_train = int((1.0 - test_fraction) * len(ids))

@@ -30,7 +30,8 @@ MAX_FIT_PIXELS = 1_000_000
 
 def _gray(path: Path, shape: tuple[int, int], *, step: int = 1) -> npt.NDArray[np.float32]:
     """One channel of size ``shape`` (every ``step``-th pixel) scaled to [0, 1] by the 1st and
-    99th percentiles."""
+    99th percentiles.
+    """
     array = np.asarray(read_image(path).array)
     if array.ndim == 3:
         channel_last = array.shape[:2] == shape

@@ -66,7 +66,8 @@ def draw_cells(
     interior: bool = True,
 ) -> npt.NDArray[np.uint16]:
     """An instance map with up to ``n_cells`` discs/rectangles on a jittered grid, plus
-    ``border_cells`` rectangles inside the 2-pixel border band. Ids are 1..n in drawing order."""
+    ``border_cells`` rectangles inside the 2-pixel border band. Ids are 1..n in drawing order.
+    """
     height, width = shape
     labels = np.zeros(shape, dtype=np.uint16)
     next_id = 1
@@ -164,7 +165,7 @@ def make_fixture(raw_dir: Path, *, seed: int = 0) -> None:
         training=TRAINING_NAMES,
         tuning=TUNING_NAMES,
         seed=seed,
-        shape_for=lambda key, is_test: SHAPE,
-        cells_for=lambda key, is_test, rng: int(rng.integers(3, 9)),
+        shape_for=lambda _key, _is_test: SHAPE,
+        cells_for=lambda _key, _is_test, rng: int(rng.integers(3, 9)),
         border_only=tests[0],
     )

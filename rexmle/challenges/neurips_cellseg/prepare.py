@@ -62,7 +62,8 @@ def _tiff_shape(path: Path) -> tuple[tuple[int, ...], np.dtype]:
 
 def _pillow_shape(path: Path) -> tuple[int, int, int]:
     """(H, W, bands) from the header; whole-slide images exceed Pillow's decompression-bomb
-    limit, which guards against untrusted files and is lifted here for the trusted raw data."""
+    limit, which guards against untrusted files and is lifted here for the trusted raw data.
+    """
     limit = Image.MAX_IMAGE_PIXELS
     Image.MAX_IMAGE_PIXELS = None
     try:
@@ -167,7 +168,8 @@ def _check_counts(pairs: list[Pair]) -> None:
 
 def gold_f1(label_path: Path, threshold: float) -> float:
     """The best per-image F1 (gold against itself): 1.0 when an instance survives boundary
-    removal (per tile in tiled mode), else 0.0."""
+    removal (per tile in tiled mode), else 0.0.
+    """
     try:
         labels = np.asarray(read_image(label_path).array)
     except ImageReadError as err:

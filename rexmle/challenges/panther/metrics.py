@@ -93,6 +93,6 @@ def score_case(case: ScoreCase) -> CaseRow:
     return CaseRow(case_id=case.case_id, values=score_arrays(pred, truth, (s_x, s_y, s_z)))
 
 
-def aggregate(rows: list[CaseRow], task: TaskSpec) -> dict[str, float]:
+def aggregate(rows: list[CaseRow], _task: TaskSpec) -> dict[str, float]:
     """``rmse``: the tumour-burden RMSE over the cases' ``volume_pred_mm3`` and ``volume_gt_mm3``."""
     return {"rmse": volume_rmse(column(rows, "volume_pred_mm3"), column(rows, "volume_gt_mm3"))}

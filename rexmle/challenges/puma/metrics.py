@@ -53,7 +53,7 @@ def score_tissue_case(case: ScoreCase) -> CaseRow:
     return CaseRow(case_id=case.case_id, values=values)
 
 
-def aggregate_tissue(rows: Sequence[CaseRow], task: TaskSpec) -> dict[str, float]:
+def aggregate_tissue(rows: Sequence[CaseRow], _task: TaskSpec) -> dict[str, float]:
     """PUMA tissue ``dice`` and the per-class ``dice_<class>``, pooled over the test cases.
 
     Definition: for c in 1..5, I_c and S_c summed over the case rows; dice_c = (2·I_c + ε) /

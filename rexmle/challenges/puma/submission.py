@@ -206,7 +206,8 @@ def _scores(items: list[dict], key: str) -> npt.NDArray[np.float64] | None:
 def _fast_polygons(items: list[object], allowed: frozenset[str]) -> Nuclei | None:
     """Parse a valid ``polygons`` list in bulk; None when anything is off (then the item-wise
     parser finds and words the problems). Positions equal :func:`polygon_centroid` exactly:
-    the same ``numpy.mean`` over the points of each polygon, grouped by point count."""
+    the same ``numpy.mean`` over the points of each polygon, grouped by point count.
+    """
     names: list[str] = []
     xs: list[object] = []
     ys: list[object] = []

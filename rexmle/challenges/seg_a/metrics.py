@@ -45,7 +45,7 @@ def score_case(case: ScoreCase) -> CaseRow:
     return CaseRow(case_id=case.case_id, values=values)
 
 
-def aggregate(rows: list[CaseRow], task: TaskSpec) -> dict[str, float]:
+def aggregate(rows: list[CaseRow], _task: TaskSpec) -> dict[str, float]:
     """``dsc_std`` and ``hd_std``: population standard deviations (ddof 0) over the cases."""
     return {
         "dsc_std": float(np.std(column(rows, "dsc"))),

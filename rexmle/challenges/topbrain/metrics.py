@@ -99,7 +99,8 @@ def score_case(case: ScoreCase) -> CaseRow:
 
 def aggregate(rows: list[CaseRow], task: TaskSpec) -> dict[str, float]:
     """``f1_side_road``: the mean over the track's side-road labels of the detection F1, its TP,
-    FP and FN summed over the cases (the rows' ``detail``)."""
+    FP and FN summed over the cases (the rows' ``detail``).
+    """
     f1_scores = []
     for label in TRACKS[task.params["scan"]].side_road:
         counts = Counter(row.detail[label] for row in rows)

@@ -125,7 +125,8 @@ def check_case(case: RawCase, track: Track) -> np.ndarray:
 
 def prepare(job: PrepareJob) -> Split:
     """Copy the track's raw files (``params.scan``) into the public/private layout; write gold
-    and the sample submission."""
+    and the sample submission.
+    """
     modality = job.params["scan"]
     track = TRACKS[modality]
     cases = discover_cases(job.raw, track)

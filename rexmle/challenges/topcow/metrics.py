@@ -146,7 +146,7 @@ def score_segmentation_case(case: ScoreCase) -> CaseRow:
     return CaseRow(case.case_id, score_segmentation(pred, truth, spacing_mm=spacing))
 
 
-def aggregate_segmentation(rows: list[CaseRow], task: TaskSpec) -> dict[str, float]:
+def aggregate_segmentation(rows: list[CaseRow], _task: TaskSpec) -> dict[str, float]:
     """The Task-1 values over all cases (``dice``, ``cldice``, ``b0_error``, ``hd95`` are means).
 
     ``f1_grp2``: per group-2 label, TP/FP/FN summed over cases, F1 = 2TP/(2TP+FP+FN) (0 if all
@@ -228,7 +228,7 @@ def score_edges_case(case: ScoreCase) -> CaseRow:
     return CaseRow(case.case_id, score_edges(pred, truth))
 
 
-def aggregate_edges(rows: list[CaseRow], task: TaskSpec) -> dict[str, float]:
+def aggregate_edges(rows: list[CaseRow], _task: TaskSpec) -> dict[str, float]:
     """``anterior_acc`` / ``posterior_acc``: balanced accuracy of the variant strings."""
     metrics = {}
     for region in REGIONS:

@@ -175,7 +175,8 @@ def _prepare_json_task(
     expected: dict[str, float],
 ) -> Split:
     """Tasks 2 and 3: each training case's raw answer file (``train/labels/``) and its JSON form
-    (``train/<folder>/``); the sample's and gold's JSON files, named ``..._<pid><suffix>``."""
+    (``train/<folder>/``); the sample's and gold's JSON files, named ``..._<pid><suffix>``.
+    """
     cases, checked, split = _prepare_common(job)
     modality, public_dir = job.params["scan"], job.public
     for pid in split.train:

@@ -48,9 +48,9 @@ class Box:
 
 
 def parse_roi_text(text: str, *, where: str) -> Box:
-    """Parse the raw ROI file: line 2 holds the size, line 3 the location (3 integers each).
+    r"""Parse the raw ROI file: line 2 holds the size, line 3 the location (3 integers each).
 
-    Follows the official parser: every ``\\b\\d+\\b`` token of line 2 and of line 3, e.g.
+    Follows the official parser: every ``\b\d+\b`` token of line 2 and of line 3, e.g.
     ``Size (Voxels): 96 68 36`` / ``Location (Voxels): 103 93 77``.
 
     Raises:

@@ -90,7 +90,7 @@ def check_box(case: SubmissionCase, context: CheckContext) -> list[str]:
     return []
 
 
-def check_edges(case: SubmissionCase, context: CheckContext) -> list[str]:
+def check_edges(case: SubmissionCase, _context: CheckContext) -> list[str]:
     """Task 3: reasons why the file is not a valid edge-list JSON file."""
     (path,) = case.paths.values()
     payload, problem = _read_json(path)

@@ -96,7 +96,7 @@ GPU_CONTROL_NODES = ("nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "nvidia-mode
 
 
 def system_mounts() -> list[str]:
-    """bwrap arguments that make the system folders (or their links) appear read-only."""
+    """Bwrap arguments that make the system folders (or their links) appear read-only."""
     argv: list[str] = []
     for name in SYSTEM_FOLDERS:
         path = Path("/") / name
@@ -170,7 +170,8 @@ class SandboxLayout:
 
 def _bind(flag: str, source: Path | str, inside: str) -> list[str]:
     """``flag source inside``, preceded by ``--dir`` for each missing parent, made traversable
-    (bwrap would create them 0700, which a private uid cannot enter)."""
+    (bwrap would create them 0700, which a private uid cannot enter).
+    """
     argv: list[str] = []
     for parent in reversed(Path(inside).parents):
         if parent != Path("/") and not any(
@@ -272,7 +273,8 @@ def private_uid() -> int | None:
 def give_workspace(workspace: Path, uid: int) -> None:
     """Make the workspace the private uid's: every entry the harness put there (submission/,
     .home/, an llm adapter's folders, ...) except ``data/``, whose files are hard links to the
-    public data and stay the harness's (bound read-only anyway)."""
+    public data and stay the harness's (bound read-only anyway).
+    """
     os.lchown(workspace, uid, uid)
     for item in walk_tree(workspace):
         if item.relative == "data" or item.relative.startswith("data/"):

@@ -83,7 +83,8 @@ def container_gpus(env: dict[str, str]) -> list[str]:
 
 def inner_argv(request: SandboxRequest) -> list[str]:
     """The command run inside: the image's interpreter for the harness's, wrapped in the shim
-    (RLIMIT_AS, relays) when limits or relays are asked for."""
+    (RLIMIT_AS, relays) when limits or relays are asked for.
+    """
     argv = [CONTAINER_PYTHON if part == sys.executable else part for part in request.argv]
     relays = () if request.network else request.relays
     if request.memory_limit_mb is None and not relays:
@@ -99,7 +100,8 @@ def inner_argv(request: SandboxRequest) -> list[str]:
 def container_binds(request: SandboxRequest) -> list[tuple[Path, bool]]:
     """(host folder, read-only) of every folder a container sees, each at its host path: the
     workspace, its ``data/`` read-only, the relays' socket folders and ``shared_writable``,
-    ``readonly``. Nothing else (the shim is added by each engine)."""
+    ``readonly``. Nothing else (the shim is added by each engine).
+    """
     workspace = request.workspace.resolve()
     binds = [(workspace, False)]
     data = workspace / "data"

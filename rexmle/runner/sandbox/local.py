@@ -72,7 +72,8 @@ def _carries_token(pid: int, token: bytes) -> bool:
 
 def process_tree(leader: int, token: str | None = None) -> set[int]:
     """Live processes of ``leader``'s session or process group, all their descendants, and every
-    process whose environment holds ``SANDBOX_JOB_TOKEN=<token>``."""
+    process whose environment holds ``SANDBOX_JOB_TOKEN=<token>``.
+    """
     table = process_table()
     found = {pid for pid, (_, pgid, sid) in table.items() if leader in (pgid, sid)}
     if token is not None:

@@ -39,7 +39,8 @@ CHUNK_BYTES = 1 << 16
 
 def _pipe(source: socket.socket, target: socket.socket) -> None:
     """Copy ``source`` to ``target``; at end of stream half-close ``target`` (the other direction
-    may still carry the answer), on an error close both directions of both."""
+    may still carry the answer), on an error close both directions of both.
+    """
     try:
         while chunk := source.recv(CHUNK_BYTES):
             target.sendall(chunk)
@@ -101,7 +102,8 @@ def parse_relay(text: str) -> tuple[int, Path]:
 def start_unix_bridge(socket_path: Path, port: int) -> socket.socket:
     """The host side of a relay to a TCP service: listen on the unix socket ``socket_path``
     and forward each connection to 127.0.0.1:``port`` (daemon threads; close the returned
-    listener to stop)."""
+    listener to stop).
+    """
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     socket_path.unlink(missing_ok=True)
     listener.bind(str(socket_path))
@@ -133,7 +135,7 @@ def _prctl(option: int, value: int) -> None:
 
 
 def process_table() -> dict[int, tuple[int, int, int]]:
-    """pid -> (ppid, pgid, sid) of every live (non-zombie) process in /proc."""
+    """Pid -> (ppid, pgid, sid) of every live (non-zombie) process in /proc."""
     table: dict[int, tuple[int, int, int]] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -166,7 +168,8 @@ def _descendants(root_pid: int) -> list[int]:
 
 def _kill_descendants() -> None:
     """SIGKILL every descendant and reap them, again until none is left (a process killed
-    between two listings may have forked; its children are then re-parented to us)."""
+    between two listings may have forked; its children are then re-parented to us).
+    """
     while True:
         for pid in _descendants(os.getpid()):
             with contextlib.suppress(OSError):
