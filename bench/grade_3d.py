@@ -105,10 +105,10 @@ def write_case(family: str, folder: Path) -> tuple[Path, Path, int]:
         truth, pred = topbrain_pair(rng)
         spacing, suffix = (0.45, 0.45, 0.45), ".nii.gz"
     elif family == "panther":
-        truth, pred = panther_pair(rng)
+        truth, pred = panther_pair()
         spacing, suffix = (0.8, 0.8, 3.0), ".mha"
     else:
-        truth, pred = seg_a_pair(rng)
+        truth, pred = seg_a_pair()
         spacing, suffix = (0.8, 0.8, 2.5), ".seg.nrrd"
     gold_path, pred_path = folder / f"gold{suffix}", folder / f"pred{suffix}"
     write_image(gold_path, truth, spacing_mm=spacing)

@@ -53,7 +53,7 @@ class GeometryFinding:
 
 def foreground_dice(pred: npt.NDArray[np.generic], truth: npt.NDArray[np.generic]) -> float:
     """Dice of the foregrounds (label > 0); 1.0 when both are empty."""
-    a, b = pred > 0, truth > 0
+    a, b = pred > 0, truth > 0  # type: ignore[operator]  # label arrays compare with 0
     total = int(a.sum()) + int(b.sum())
     if total == 0:
         return 1.0

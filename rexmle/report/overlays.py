@@ -117,7 +117,7 @@ def _ranked_cases(
     scored.sort(reverse=higher_is_better)
     chosen = {"best": scored[0], "median": scored[len(scored) // 2], "worst": scored[-1]}
     seen: set[str] = set()
-    ranked = []
+    ranked: list[tuple[str, str, float | None]] = []
     for rank, (value, case_id) in chosen.items():
         if case_id not in seen:
             seen.add(case_id)

@@ -474,7 +474,7 @@ def _download(
             raise _Cancelled(msg)
         bars.update_file(name, done, total if total is not None else known_total)
 
-    problems: list[str] = []
+    problems = []
     for attempt in (1, 2):
         opener = make_opener()
         url = remote.url
