@@ -186,8 +186,10 @@ def trajectory_html(path: Path) -> str:
             continue  # the first line of a tail may be cut
         if not isinstance(item, dict):
             continue
-        request = item.get("request") if isinstance(item.get("request"), dict) else {}
-        messages = request.get("messages") if isinstance(request.get("messages"), list) else []
+        request = item.get("request")
+        request = request if isinstance(request, dict) else {}
+        messages = request.get("messages")
+        messages = messages if isinstance(messages, list) else []
         body = "\n\n".join(_message_text(m) for m in messages[-3:])
         response = item.get("response")
         body += "\n\n=> " + (
@@ -266,19 +268,19 @@ def _code_in(workspace: Path) -> Path | None:
     if not workspace.is_dir() or workspace.is_symlink():
         return None
     candidates: list[Path] = []
-    for root, dirs, files in os.walk(workspace, followlinks=False):
+    for root, dirs, names in os.walk(workspace, followlinks=False):
         dirs[:] = [d for d in dirs if d not in ("data", "submission", ".git") and d[:1] != "."]
-        candidates += [Path(root) / f for f in files if f.endswith(".py")]
+        candidates += [Path(root) / name for name in names if name.endswith(".py")]
         if len(candidates) > 5000:
             break
-    files = [p for p in candidates if p.is_file() and not p.is_symlink()]
-    if not files:
+    scripts = [p for p in candidates if p.is_file() and not p.is_symlink()]
+    if not scripts:
         return None
-    named = [p for p in files if p.name in CODE_NAMES]
+    named = [p for p in scripts if p.name in CODE_NAMES]
     return (
         min(named, key=lambda p: CODE_NAMES.index(p.name))
         if named
-        else max(files, key=lambda p: p.stat().st_mtime)
+        else max(scripts, key=lambda p: p.stat().st_mtime)
     )
 
 

@@ -729,16 +729,14 @@ def _print_summary(records: list[RunRecord]) -> None:
         table.add_column(column)
     for record in records:
         grade = record.grade
-        valid = grade is not None and grade.valid
-        table.add_row(
-            record.task,
-            record.agent,
-            str(record.seed),
-            record.status,
-            (grade.headline_key or "-") if valid else "-",
-            f"{grade.headline_value:.4g}" if valid else "-",
-            f"{grade.percentile:.3f}" if valid else "-",
-        )
+        shown = ("-", "-", "-")
+        if grade is not None and grade.valid:
+            shown = (
+                grade.headline_key or "-",
+                f"{grade.headline_value:.4g}",
+                f"{grade.percentile:.3f}",
+            )
+        table.add_row(record.task, record.agent, str(record.seed), record.status, *shown)
     out.print(table)
 
 

@@ -107,17 +107,14 @@ def write_report_files(demo_dir: Path, rows: Sequence[DemoRow], console: Console
         json.dumps([{**asdict(r), "beats_sample": r.beats_sample} for r in rows], indent=2) + "\n",
         encoding="utf-8",
     )
+    from rexmle.report import collect_runs, write_report
+
+    markdown, html = demo_dir / "report.md", demo_dir / "report.html"
     try:
-        from rexmle.report import collect_runs, write_report
-    except ImportError:
-        collect_runs = write_report = None
-    if collect_runs is not None and write_report is not None:
-        markdown, html = demo_dir / "report.md", demo_dir / "report.html"
-        try:
-            write_report(collect_runs(demo_dir / "runs"), markdown=markdown, html_path=html)
-            return [*written, markdown, html]
-        except (RexmleError, OSError, ValueError, TypeError) as error:
-            console.print(f"[yellow]warning:[/] rexmle.report failed ({error}); writing report.md")
+        write_report(collect_runs(demo_dir / "runs"), markdown=markdown, html_path=html)
+        return [*written, markdown, html]
+    except (RexmleError, OSError, ValueError, TypeError) as error:
+        console.print(f"[yellow]warning:[/] rexmle.report failed ({error}); writing report.md")
     (demo_dir / "report.md").write_text(
         "# ReX-MLE demo: baseline agent on the mini suite\n\n"
         + f"> **{MINI_BANNER.format(n=len(rows))}**\n\n"

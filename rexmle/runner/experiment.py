@@ -140,12 +140,13 @@ class Experiment(_Strict):
         if bool(self.tasks) == (self.suite is not None):
             msg = "give either 'tasks' (a list of task ids) or 'suite' (mini or all), not both"
             raise ValueError(msg)
-        for label, values in (
-            ("seeds", self.seeds),
-            ("tasks", self.tasks),
+        named: tuple[tuple[str, list[str]], ...] = (
+            ("seeds", [str(s) for s in self.seeds]),
+            ("tasks", list(self.tasks)),
             ("conditions", [c.name for c in self.conditions]),
-        ):
-            repeated = sorted({str(v) for v in values if values.count(v) > 1})
+        )
+        for label, values in named:
+            repeated = sorted({v for v in values if values.count(v) > 1})
             if repeated:
                 msg = f"{label} repeat: {', '.join(repeated)}"
                 raise ValueError(msg)
@@ -205,6 +206,11 @@ def load_experiment(name_or_path: str | Path) -> Experiment:
         raise SpecError(msg) from error
 
 
+def _models_or_default(entry: AgentEntry) -> list[str | None]:
+    """The entry's models; ``[None]`` (the agent's default model) when it names none."""
+    return list(entry.models) or [None]
+
+
 def task_ids(experiment: Experiment) -> list[str]:
     """The experiment's tasks, in file order (a suite: every registered task).
 
@@ -234,7 +240,7 @@ def expand(experiment: Experiment) -> list[RunKey]:
         RunKey(condition=condition, agent=entry.agent, model=model, task=task, seed=seed)
         for condition in conditions
         for entry in experiment.agents
-        for model in (entry.models or [None])
+        for model in _models_or_default(entry)
         for task in tasks
         for seed in experiment.seeds
     ]
@@ -282,7 +288,7 @@ def resolve_agents(experiment: Experiment) -> dict[tuple[str | None, str, str | 
             if chosen is not None:
                 network = chosen.network if chosen.network is not None else network
                 memory = chosen.memory_limit_mb or memory
-            for model in entry.models or [None]:
+            for model in _models_or_default(entry):
                 resolved[(condition, entry.agent, model)] = base.with_overrides(
                     model=model,
                     time_limit_s=time_limit_of(experiment, condition),

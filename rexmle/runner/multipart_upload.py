@@ -34,7 +34,8 @@ def multipart_to_tar(body: bytes, content_type: str) -> bytes:
     members: dict[str, bytes] = {}
     for part in message.iter_parts():  # type: ignore[attr-defined]
         field_name = part.get_param("name", header="content-disposition")
-        content = part.get_payload(decode=True) or b""
+        payload = part.get_payload(decode=True)
+        content = payload if isinstance(payload, bytes) else b""
         if field_name == "file":
             members["submission.csv"] = content
         elif field_name == "files":

@@ -150,7 +150,9 @@ def resolve_download_url(
 
 
 def _warning_cookie(opener: urllib.request.OpenerDirector) -> str | None:
-    for handler in opener.handlers:
+    # CPython's OpenerDirector keeps its handlers in ``handlers``; typeshed does not list it
+    handlers: list[urllib.request.BaseHandler] = opener.handlers  # type: ignore[attr-defined]
+    for handler in handlers:
         if isinstance(handler, urllib.request.HTTPCookieProcessor):
             for cookie in handler.cookiejar:
                 if cookie.name.startswith("download_warning") and cookie.value:

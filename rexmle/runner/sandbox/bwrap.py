@@ -237,8 +237,8 @@ def bwrap_argv(request: SandboxRequest, layout: SandboxLayout | None = None) -> 
     elif request.harness_package:
         argv += _bind("--ro-bind", package, f"{LIB_INSIDE}/rexmle")
         layout.add(package, f"{LIB_INSIDE}/rexmle")
-    for folder in request.readonly:
-        resolved = Path(folder).resolve()
+    for readonly in request.readonly:
+        resolved = Path(readonly).resolve()
         argv += _bind("--ro-bind", resolved, str(resolved))
         mounted.append(resolved)
     for hidden in request.hidden:
@@ -251,11 +251,11 @@ def bwrap_argv(request: SandboxRequest, layout: SandboxLayout | None = None) -> 
     layout.add(workspace, WORKSPACE_INSIDE)
     if (workspace / "data").is_dir():
         argv += ["--ro-bind", str(workspace / "data"), f"{WORKSPACE_INSIDE}/data"]
-    for index, folder in enumerate(request.shared_writable):
+    for index, writable in enumerate(request.shared_writable):
         inside = f"{SHARED_INSIDE}/{index}"
-        argv += _bind("--bind", Path(folder).resolve(), inside)
-        layout.add(folder, inside)
-        layout.add(Path(folder).resolve(), inside)
+        argv += _bind("--bind", Path(writable).resolve(), inside)
+        layout.add(writable, inside)
+        layout.add(Path(writable).resolve(), inside)
     shim = Path(__file__).with_name("shim.py")
     argv += _bind("--ro-bind", shim, SHIM_INSIDE)
     # the sandbox's own root (where bwrap created the mount points) becomes read-only too

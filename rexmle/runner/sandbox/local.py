@@ -14,6 +14,7 @@ uid: the agent may kill the shim and then outlive the run); every run records th
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import shutil
 import signal
@@ -139,7 +140,7 @@ def kill_tree(process: subprocess.Popen[bytes], *, grace_s: float, token: str | 
 LOG_CAP_NOTE = "\n[rexmle] log cap of {cap} bytes reached: further output is dropped\n"
 
 
-def _copy_capped(source: IO[bytes], target: IO[bytes], cap_bytes: int) -> None:
+def _copy_capped(source: io.BufferedIOBase, target: IO[bytes], cap_bytes: int) -> None:
     """Copy ``source`` to ``target`` until ``cap_bytes``, then say so once and drain the rest."""
     written = 0
     capped = False
@@ -196,7 +197,10 @@ def run_process_group(
                 seconds=time.monotonic() - started,
                 error=f"cannot start {argv[0]!r}: {error}",
             )
-        pipes = (cast(IO[bytes], process.stdout), cast(IO[bytes], process.stderr))
+        pipes = (
+            cast(io.BufferedIOBase, process.stdout),
+            cast(io.BufferedIOBase, process.stderr),
+        )
         copiers = [
             threading.Thread(target=_copy_capped, args=(stream, log, cap), daemon=True)
             for stream, log in zip(pipes, (out, err), strict=True)
