@@ -104,3 +104,12 @@ def test_description_placeholders_are_filled_from_declared_values() -> None:
     assert fill_placeholders("{{id}} / {{ params.track }}", spec) == "isles22 / 2"
     with pytest.raises(SpecError, match=r"placeholder \{\{params.size\}\} names no declared"):
         fill_placeholders("{{params.size}}", spec)
+
+
+@pytest.mark.parametrize("key", ["implementation", "extra_metrics", "description_file", "metric"])
+def test_a_yaml_key_the_model_does_not_know_is_refused_naming_it(key: str) -> None:
+    from rexmle.tasks.spec import TaskSpec
+
+    declared = get_task("isles22").model_dump(mode="json")
+    with pytest.raises(ValueError, match=key):
+        TaskSpec.model_validate({**declared, key: "x"})

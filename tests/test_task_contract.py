@@ -26,7 +26,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-import yaml
 
 from rexmle.agents.dummy import copy_sample_submission
 from rexmle.grading import grade_submission
@@ -62,9 +61,6 @@ There the metric's own definition caps gold (the best value the metric can take 
 so gold is only required to be unbeaten by every other graded submission. An entry whose gold
 reaches the leaderboard again is stale and fails the test."""
 
-TRANSITION_KEYS = ("implementation", "extra_metrics", "description_file")
-"""YAML keys of the former task classes; no task declares them any more."""
-
 
 def _folder(spec: TaskSpec) -> Path:
     """The family folder of the imported package (a scaffolded copy too, see test_scaffold)."""
@@ -73,11 +69,6 @@ def _folder(spec: TaskSpec) -> Path:
 
 def _grade(task_id: str, dirs: TaskDirs, folder: Path) -> GradeReport:
     return grade_submission(task_id, folder, data_dir=dirs.root.parent, workers=1)
-
-
-def _raw_yaml(spec: TaskSpec) -> dict[str, object]:
-    path = _folder(spec) / f"{spec.id}.yaml"
-    return yaml.safe_load(path.read_text(encoding="utf-8"))
 
 
 def _better(direction: str, a: float, b: float) -> bool:
@@ -115,9 +106,7 @@ def _reasons(report: GradeReport) -> str:
 @pytest.mark.parametrize("task_id", TASKS)
 def test_yaml_declares_its_sections(task_id: str) -> None:
     spec = get_task(task_id)
-    raw = _raw_yaml(spec)
     assert spec.functions is not None, "the YAML names the family's functions (section functions)"
-    assert [k for k in TRANSITION_KEYS if k in raw] == []
     assert spec.submission is not None, "the YAML declares the submission's columns"
     assert spec.description is not None, "the YAML names its description file"
     task = load_task(task_id)
