@@ -113,3 +113,13 @@ def test_a_yaml_key_the_model_does_not_know_is_refused_naming_it(key: str) -> No
     declared = get_task("isles22").model_dump(mode="json")
     with pytest.raises(ValueError, match=key):
         TaskSpec.model_validate({**declared, key: "x"})
+
+
+def test_a_broken_task_yaml_is_named_with_what_is_wrong() -> None:
+    from rexmle.declarations import parse_declaration
+    from rexmle.tasks.spec import TaskSpec
+
+    with pytest.raises(SpecError, match=r"^fam/x\.yaml: not valid YAML"):
+        parse_declaration("id: [", TaskSpec, "fam/x.yaml", what="task")
+    with pytest.raises(SpecError, match=r"^fam/x\.yaml: not a valid task: .*\nname\n  Field req"):
+        parse_declaration("id: x\n", TaskSpec, "fam/x.yaml", what="task")

@@ -48,9 +48,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 
+from rexmle.declarations import parse_declaration
 from rexmle.errors import RexmleError, SpecError
 
 TorchVariant = Literal["cpu", "cuda"]
@@ -112,11 +112,8 @@ def load_declaration(name: str) -> EnvDeclaration:
     if not path.is_file():
         msg = f"no agent environment {name!r}; known: {', '.join(env_names())}"
         raise SpecError(msg)
-    try:
-        declaration = EnvDeclaration.model_validate(yaml.safe_load(path.read_text("utf-8")))
-    except (yaml.YAMLError, ValidationError) as err:
-        msg = f"{path}: {err}"
-        raise SpecError(msg) from err
+    text = path.read_text("utf-8")
+    declaration = parse_declaration(text, EnvDeclaration, str(path), what="environment")
     if declaration.name != name:
         msg = f"{path}: name must be {name!r}, not {declaration.name!r}"
         raise SpecError(msg)

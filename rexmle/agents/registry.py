@@ -29,9 +29,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from rexmle.declarations import parse_declaration
 from rexmle.errors import SpecError
 
 AgentKind = Literal["dummy", "baseline", "command", "llm"]
@@ -205,11 +205,7 @@ class AgentSpec(BaseModel):
 
 
 def _load(text: str, where: str) -> AgentSpec:
-    try:
-        return AgentSpec.model_validate(yaml.safe_load(text))
-    except (yaml.YAMLError, ValidationError) as err:
-        msg = f"{where}: {err}"
-        raise SpecError(msg) from err
+    return parse_declaration(text, AgentSpec, where, what="agent declaration")
 
 
 @functools.cache

@@ -25,9 +25,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from rexmle.declarations import parse_declaration
 from rexmle.errors import SpecError
 
 ALIAS_PREFIX = "gw/"
@@ -123,11 +123,7 @@ def parse_llm_config(text: str, where: str) -> LlmConfig:
     Raises:
         SpecError: not YAML, or a field is missing or wrong (the message names it and ``where``).
     """
-    try:
-        return LlmConfig.model_validate(yaml.safe_load(text))
-    except (yaml.YAMLError, ValidationError) as err:
-        msg = f"{where}: not a valid LLM config: {err}"
-        raise SpecError(msg) from err
+    return parse_declaration(text, LlmConfig, where, what="LLM config")
 
 
 def load_llm_config(path: Path | None = None) -> LlmConfig:

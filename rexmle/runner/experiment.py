@@ -36,9 +36,9 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from rexmle.declarations import parse_declaration
 from rexmle.errors import SpecError
 
 if TYPE_CHECKING:
@@ -196,14 +196,7 @@ def load_experiment(name_or_path: str | Path) -> Experiment:
             msg = f"experiment file {path} does not exist (presets: {', '.join(PRESETS)})"
             raise SpecError(msg)
         text = path.read_text(encoding="utf-8")
-    try:
-        return Experiment.model_validate(yaml.safe_load(text))
-    except yaml.YAMLError as error:
-        msg = f"{where} is not valid YAML: {error}"
-        raise SpecError(msg) from error
-    except ValidationError as error:
-        msg = f"{where} is not a valid experiment: {error}"
-        raise SpecError(msg) from error
+    return parse_declaration(text, Experiment, where, what="experiment")
 
 
 def _models_or_default(entry: AgentEntry) -> list[str | None]:

@@ -17,9 +17,7 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
-import yaml
-from pydantic import ValidationError
-
+from rexmle.declarations import parse_declaration
 from rexmle.errors import SpecError, TaskNotImplemented
 from rexmle.tasks.spec import SubmissionSpec, TaskSpec
 
@@ -60,12 +58,7 @@ def all_tasks() -> dict[str, TaskSpec]:
 
 def _load_spec(family: str, entry: Traversable) -> TaskSpec:
     where = f"rexmle/challenges/{family}/{entry.name}"
-    try:
-        raw = yaml.safe_load(entry.read_text(encoding="utf-8"))
-        spec = TaskSpec.model_validate(raw)
-    except (yaml.YAMLError, ValidationError) as err:
-        msg = f"{where}: {err}"
-        raise SpecError(msg) from err
+    spec = parse_declaration(entry.read_text(encoding="utf-8"), TaskSpec, where, what="task")
     if spec.family != family:
         msg = f"{where}: family {spec.family!r} differs from its folder {family!r}"
         raise SpecError(msg)

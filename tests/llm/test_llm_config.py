@@ -63,7 +63,8 @@ def test_models_without_their_key_are_left_out():
         (CONFIG.replace("input: 2.0", "input: -1"), "greater than or equal to 0"),
         (CONFIG.replace('"http://127.0.0.1:9/v1"', "ftp://x"), "base_url"),
         (CONFIG.replace("budget_usd: 5.0", "budget_usd: 0"), "budget_usd"),
-        ("models: [", "not a valid LLM config"),
+        ("models: [", "my.yaml: not valid YAML"),
+        ("- just a list", "my.yaml: not a valid LLM config"),
     ],
 )
 def test_bad_configs_are_refused_with_the_reason(broken, reason):
