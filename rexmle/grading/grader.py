@@ -39,22 +39,9 @@ from rexmle.tasks.paths import resolve_submission_path
 from rexmle.tasks.reasons import BoundedReasons
 from rexmle.tasks.registry import Task, load_task
 from rexmle.tasks.rows import CaseRow, mean_of, median_of
-from rexmle.tasks.spec import SubmissionSpec
 from rexmle.tasks.submission import LoadedSubmission, SubmissionCase
 
 SUBMISSION_CSV = "submission.csv"
-
-
-def submission_spec(task: Task) -> SubmissionSpec:
-    """The task's declared submission columns.
-
-    Raises:
-        HarnessError: the task's YAML declares no ``submission`` section.
-    """
-    if task.spec.submission is None:
-        msg = f"{task.id}: the task declares no submission columns (section submission)"
-        raise HarnessError(msg)
-    return task.spec.submission
 
 
 def expected_ids(task: Task, context: CheckContext) -> list[str]:
@@ -62,7 +49,7 @@ def expected_ids(task: Task, context: CheckContext) -> list[str]:
     test_ids = task.function("test_ids")
     if test_ids is not None:
         return list(test_ids(context))
-    columns = submission_spec(task)
+    columns = task.columns
     return read_id_column(context.public / "sample_submission.csv", columns.id_column)
 
 
@@ -74,7 +61,7 @@ def load_submission(
     Raises:
         InvalidSubmission: with every reason found (not only the first).
     """
-    columns = submission_spec(task)
+    columns = task.columns
     context = CheckContext(task=task.spec, public=public_dir)
     folder = Path(folder)
     if not folder.is_dir():
@@ -173,7 +160,7 @@ def load_submission(
 def _check_case(task: Task, context: CheckContext, case: SubmissionCase) -> list[str]:
     """Declared file rules of every path column, then (when they found no error) the family's."""
     found: list[str] = []
-    columns = submission_spec(task)
+    columns = task.columns
     for column in columns.columns:
         if column.file is not None:
             found += check_declared_file(
