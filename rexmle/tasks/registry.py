@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
@@ -19,6 +20,7 @@ from typing import Any
 
 from rexmle.declarations import parse_declaration
 from rexmle.errors import SpecError, TaskNotImplemented
+from rexmle.tasks.jobs import BaselineJob
 from rexmle.tasks.spec import SubmissionSpec, TaskSpec
 
 CHALLENGES_PACKAGE = "rexmle.challenges"
@@ -177,8 +179,6 @@ class Task:
         Raises:
             TaskNotImplemented: the family has no baseline solver.
         """
-        from rexmle.tasks.jobs import BaselineJob
-
         job = BaselineJob(public=public_dir, submission=submission_dir, task=self.spec, seed=seed)
         self.required_function("solve_baseline")(job)
 
@@ -215,8 +215,6 @@ def fill_placeholders(text: str, spec: TaskSpec) -> str:
     Raises:
         SpecError: a ``{{...}}`` placeholder names a value the spec does not declare.
     """
-    import re
-
     values = {"id": spec.id, "name": spec.name}
     values.update({f"params.{k}": str(v) for k, v in spec.params.items()})
 
