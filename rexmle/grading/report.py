@@ -9,7 +9,6 @@ from pydantic import BaseModel, ValidationError
 
 from rexmle.errors import RexmleError
 from rexmle.ranking import Ranking
-from rexmle.tasks.registry import get_task
 from rexmle.tasks.rows import CaseValue
 
 _MAX_LISTED_PROBLEMS = 5
@@ -49,6 +48,8 @@ class GradeReport(BaseModel):
     @property
     def headline_key(self) -> str:
         """The task's headline metric: the one its YAML marks ``headline: true``."""
+        from rexmle.tasks.registry import get_task
+
         return get_task(self.task).headline.key
 
     @property

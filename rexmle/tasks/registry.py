@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import importlib
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
@@ -20,7 +19,6 @@ from typing import Any
 
 from rexmle.declarations import parse_declaration
 from rexmle.errors import SpecError, TaskNotImplemented
-from rexmle.tasks.jobs import BaselineJob
 from rexmle.tasks.spec import SubmissionSpec, TaskSpec
 
 CHALLENGES_PACKAGE = "rexmle.challenges"
@@ -179,6 +177,10 @@ class Task:
         Raises:
             TaskNotImplemented: the family has no baseline solver.
         """
+        # deferred: jobs pulls in the image readers; the registry is imported at the CLI's start,
+        # which a grader under a small memory limit must survive to report its failure (exit 2)
+        from rexmle.tasks.jobs import BaselineJob
+
         job = BaselineJob(public=public_dir, submission=submission_dir, task=self.spec, seed=seed)
         self.required_function("solve_baseline")(job)
 
@@ -215,6 +217,8 @@ def fill_placeholders(text: str, spec: TaskSpec) -> str:
     Raises:
         SpecError: a ``{{...}}`` placeholder names a value the spec does not declare.
     """
+    import re
+
     values = {"id": spec.id, "name": spec.name}
     values.update({f"params.{k}": str(v) for k, v in spec.params.items()})
 

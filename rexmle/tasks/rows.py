@@ -7,8 +7,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 CaseValue = float | int | str | bool | None
 """A cell of a per-case row: a metric value, a count, a label or a flag."""
 
@@ -67,11 +65,15 @@ def mean_of(rows: Sequence[CaseRow], key: str) -> float:
 
     Definition: ``numpy.mean([row[key] for row in rows])``; NaN when any value is NaN.
     """
+    import numpy as np
+
     return float(np.mean(column(rows, key)))
 
 
 def median_of(rows: Sequence[CaseRow], key: str) -> float:
     """Median of ``key`` over ``rows`` (``numpy.median``)."""
+    import numpy as np
+
     return float(np.median(column(rows, key)))
 
 
