@@ -26,7 +26,9 @@ nor signal it; when the harness runs as root the agent runs under a private uid 
 run) with a process limit (RLIMIT_NPROC). Network: off (only the relays to the validation
 server and the gateway), or, when the agent asks for it, outbound only through slirp4netns with
 host loopback disabled: the host's 127.0.0.1 services and abstract unix sockets stay out of
-reach either way. The sandbox dies with the harness (``--die-with-parent``, PR_SET_PDEATHSIG).
+reach either way. The sandbox dies with the harness: ``--die-with-parent``, and the shim's lifeline
+(:class:`rexmle.runner.sandbox.local.Lifeline`), which also sees a harness that died while bwrap
+was still starting.
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ from pathlib import Path
 
 import rexmle
 from rexmle.runner.sandbox import Sandbox, SandboxInfo, SandboxRequest, SandboxResult
-from rexmle.runner.sandbox.local import run_process_group, shim_argv
+from rexmle.runner.sandbox.local import Lifeline, run_process_group, shim_argv
 from rexmle.runner.trees import walk_tree
 
 PROBE_TIMEOUT_S = 20.0
@@ -408,6 +410,7 @@ class BwrapSandbox(Sandbox):
         env.setdefault("USER", "agent")
         env.setdefault("LOGNAME", "agent")
         launcher = [layout.inside(sys.executable), "-I", SHIM_INSIDE]
+        lifeline = Lifeline()  # bwrap passes inherited descriptors on to the shim
         inner = shim_argv(
             [layout.inside(part) for part in request.argv],
             memory_limit_mb=request.memory_limit_mb,
@@ -416,6 +419,7 @@ class BwrapSandbox(Sandbox):
             max_processes=max_processes,
             wait_network=request.network,
             launcher=launcher,
+            lifeline=lifeline,
         )
         inner = [layout.inside(part) for part in inner]
         network = OutboundNetwork() if request.network else None
@@ -430,6 +434,7 @@ class BwrapSandbox(Sandbox):
                 env=env,
                 pass_fds=pass_fds,
                 on_start=None if network is None else network.attach,
+                lifeline=lifeline,
             )
         finally:
             if network is not None:

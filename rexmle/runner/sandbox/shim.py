@@ -10,14 +10,26 @@ Options:
     --max-processes N     RLIMIT_NPROC of the command (processes and threads of its uid).
     --wait-network        start the command once a default route exists (at most 15 s): the
                           outbound network is attached from outside after the sandbox starts.
+    --lifeline FD         the read end of a pipe whose only write end the harness holds for the
+                          whole run and never writes to: end of stream on FD means the harness
+                          is gone, however it died and whenever, even before the shim started.
 
 The shim stays the command's parent: it is not dumpable (PR_SET_DUMPABLE 0: the command cannot
 ptrace it), a child subreaper (orphans of the command are re-parented to it, not to init), and
 it gets SIGTERM when its own parent dies (PR_SET_PDEATHSIG). The command gets SIGKILL when the
 shim dies. When the command ends, every process it left behind is killed; when the harness is
 gone, everything is. SIGTERM/SIGINT are forwarded to the command, and the shim exits with its
-status (128 + N for signal N). Imports only the standard library and runs as a plain file too
-(bwrap mounts only this file), so it starts fast.
+status (128 + N for signal N). As PID 1 of a PID namespace the shim kills by exiting: the kernel
+then ends every process of the namespace. Imports only the standard library and runs as a plain
+file too (bwrap mounts only this file), so it starts fast.
+
+"The harness is gone" is decided by the lifeline where one is given. Without it the shim compares
+its parent pid with the one it saw at start, which misses a harness that died before that first
+look (the shim is then an orphan from the start and no death signal ever comes), and the kernel
+sends the death signal when the parent *thread* ends, so a parent process that is still alive can
+send one too. With a lifeline neither matters: a harness gone before the command would start means
+exit status 125 and the command never runs; gone later, a watcher thread sees the end of stream and
+everything is killed.
 """
 
 from __future__ import annotations
@@ -27,6 +39,7 @@ import contextlib
 import ctypes
 import os
 import resource
+import select
 import signal
 import socket
 import sys
@@ -125,6 +138,7 @@ PR_SET_PDEATHSIG = 1
 PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
 NETWORK_WAIT_S = 15.0
+EXIT_HARNESS_GONE = 125
 
 
 def _prctl(option: int, value: int) -> None:
@@ -169,17 +183,48 @@ def _descendants(root_pid: int) -> list[int]:
 def _kill_descendants() -> None:
     """SIGKILL every descendant and reap them, again until none is left (a process killed
     between two listings may have forked; its children are then re-parented to us).
+
+    As PID 1 of a PID namespace (bwrap's ``--as-pid-1``, a container) it returns at once: the
+    kernel kills every other process of the namespace when its PID 1 exits, whatever their uid,
+    which the shim, without CAP_KILL, could not do for an agent under a private uid. Elsewhere it
+    returns when no descendant is left or none it may signal.
     """
+    if os.getpid() == 1:
+        return
     while True:
+        signalled = False
         for pid in _descendants(os.getpid()):
-            with contextlib.suppress(OSError):
+            try:
                 os.kill(pid, signal.SIGKILL)
+            except PermissionError:
+                continue
+            except ProcessLookupError:
+                pass
+            signalled = True
         try:
             while os.waitpid(-1, os.WNOHANG)[0] != 0:
-                pass
+                signalled = True
         except ChildProcessError:
             return
+        if not signalled:
+            return
         time.sleep(0.02)
+
+
+def _at_end_of_stream(fd: int) -> bool:
+    """Whether ``fd`` (a lifeline: its writer never writes) is readable, that is at end of stream."""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
+    return bool(poller.poll(0))
+
+
+def _watch_lifeline(fd: int) -> None:
+    """Block until the lifeline ``fd`` ends, then SIGTERM this process (the main thread's handler
+    sees the harness gone and kills everything).
+    """
+    with contextlib.suppress(OSError):
+        os.read(fd, 1)
+    os.kill(os.getpid(), signal.SIGTERM)
 
 
 def _has_default_route() -> bool:
@@ -234,6 +279,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gid", type=int, default=None)
     parser.add_argument("--max-processes", type=int, default=None)
     parser.add_argument("--wait-network", action="store_true")
+    parser.add_argument("--lifeline", type=int, default=None)
     options = parser.parse_args(args[:split])
     command = args[split + 1 :]
     if not command:
@@ -243,14 +289,26 @@ def main(argv: list[str] | None = None) -> int:
     if len(set(ports)) != len(ports):
         sys.stderr.write(f"shim: two relays on the same port: {sorted(ports)}\n")
         return 2
+    lifeline = options.lifeline
+    if lifeline is not None:
+        try:
+            os.set_inheritable(lifeline, False)  # the agent never holds it
+        except OSError as error:
+            sys.stderr.write(f"shim: --lifeline {lifeline} is not an open file: {error}\n")
+            return 2
     parent = os.getppid()
     _prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
     _prctl(PR_SET_DUMPABLE, 0)  # the agent can neither ptrace nor read the shim's memory
     _prctl(PR_SET_CHILD_SUBREAPER, 1)  # orphans of the agent stay below the shim
     child, go = _start_child(command, options)
 
+    def harness_gone() -> bool:
+        if lifeline is not None:
+            return _at_end_of_stream(lifeline)
+        return os.getppid() != parent
+
     def on_signal(signum: int, _frame: object) -> None:
-        if os.getppid() != parent:  # the harness is gone: nothing may outlive it
+        if harness_gone():  # nothing may outlive the harness
             _kill_descendants()
             os._exit(128 + signum)
         with contextlib.suppress(OSError):
@@ -258,8 +316,13 @@ def main(argv: list[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    if os.getppid() != parent:
-        on_signal(signal.SIGTERM, None)
+    if harness_gone():  # gone before the death signal was armed: the command never starts
+        os.close(go)  # the child reads end of stream and exits without its exec
+        os.waitpid(child, 0)
+        sys.stderr.write("shim: the harness is gone; the command was not started\n")
+        return EXIT_HARNESS_GONE
+    if lifeline is not None:
+        threading.Thread(target=_watch_lifeline, args=(lifeline,), daemon=True).start()
     for port, socket_path in options.relay:
         start_relay(port, socket_path)
     if options.wait_network:
