@@ -184,10 +184,10 @@ def _kill_descendants() -> None:
     """SIGKILL every descendant and reap them, again until none is left (a process killed
     between two listings may have forked; its children are then re-parented to us).
 
-    As PID 1 of a PID namespace (bwrap's ``--as-pid-1``, a container) it returns at once: the
-    kernel kills every other process of the namespace when its PID 1 exits, whatever their uid,
-    which the shim, without CAP_KILL, could not do for an agent under a private uid. Elsewhere it
-    returns when no descendant is left or none it may signal.
+    As PID 1 of a PID namespace (bwrap's ``--as-pid-1``) it returns at once: the kernel kills
+    every other process of the namespace when its PID 1 exits, whatever their uid, which the
+    shim, without CAP_KILL, could not do for an agent under a private uid. Elsewhere it returns
+    when no descendant is left or none it may signal.
     """
     if os.getpid() == 1:
         return
