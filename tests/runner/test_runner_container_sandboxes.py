@@ -14,6 +14,7 @@ from rexmle.runner.sandbox.docker import (
     container_env,
     docker_argv,
 )
+from rexmle.runner.sandbox.lifeline import SocketLifeline
 
 
 def make_request(tmp_path: Path, **more: object) -> SandboxRequest:
@@ -151,6 +152,26 @@ def test_apptainer_binds_exactly_the_workspace_relays_and_shim(tmp_path: Path):
     assert outside["APPTAINERENV_CUDA_VISIBLE_DEVICES"] == "2,5"
     assert outside["APPTAINERENV_OPENAI_API_KEY"] == "sk-secret-value"
     assert "sk-secret-value" not in " ".join(argv)
+
+
+def test_the_lifeline_socket_is_bound_read_only_and_held_by_the_shim(tmp_path: Path):
+    request = make_request(tmp_path, network=True, env={"PATH": "/usr/bin"}, memory_limit_mb=None)
+    lifeline = SocketLifeline()
+    try:
+        folder = str(lifeline.folder.resolve())
+        argv = docker_argv(request, image="img", name="rexmle-x", lifeline=lifeline)
+        assert docker_mounts(argv)[folder] == (folder, True)
+        # no relay and no memory limit, and still the shim: it holds the lifeline
+        assert argv[argv.index("img") :] == [
+            "img", "python3", SHIM_IN_CONTAINER, "--lifeline-socket", str(lifeline.path),
+            "--", "python3", "-m", "rexmle.agents.dummy",
+        ]  # fmt: skip
+        binds = apptainer_binds(apptainer_argv(request, image="/i/x.sif", lifeline=lifeline))
+        assert binds[folder] == (folder, True)
+        assert lifeline.path.is_socket()
+    finally:
+        lifeline.cut()
+    assert not lifeline.folder.exists()
 
 
 def test_a_missing_engine_is_an_infra_error_saying_so(tmp_path: Path, monkeypatch):

@@ -2,14 +2,17 @@
 
 The image is built offline from a minimal Debian (debootstrap, python3 only) with the rexmle
 package copied in, then ``docker import``-ed. The run goes through the same executor as every
-other run: workspace, validation server behind its relay, grading in a separate process.
+other run: workspace, validation server behind its relay, grading in a separate process. A
+harness SIGKILLed during a run leaves no container running (the shim holds its lifeline socket).
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
+import sys
 import tarfile
 import time
 from collections.abc import Iterator
@@ -160,3 +163,45 @@ def test_the_container_sees_no_data_root_and_no_network(dummy_image, isles22_dir
     assert "data_root False" in out, out
     assert "net no" in out, out
     assert record.status == "completed", (record.error, (folder / "agent.stderr.log").read_text())
+
+
+KILLED_HARNESS = """
+import os, signal, sys, threading, time
+from pathlib import Path
+from rexmle.runner.sandbox import SandboxRequest
+from rexmle.runner.sandbox.docker import DockerSandbox
+
+image, workspace = sys.argv[1:3]
+folder = Path(workspace)
+request = SandboxRequest(
+    argv=["/bin/sh", "-c", "sleep 300 & touch started; sleep 301"], env={"PATH": "/usr/bin:/bin"},
+    workspace=folder, stdout_path=folder.parent / "out.log", stderr_path=folder.parent / "err.log",
+    time_limit_s=600.0, image=image,
+)
+threading.Thread(target=DockerSandbox().run, args=(request,), daemon=True).start()
+deadline = time.monotonic() + 120
+while not (folder / "started").exists() and time.monotonic() < deadline:
+    time.sleep(0.05)
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_the_container_ends_when_the_harness_is_killed(dummy_image: str, tmp_path: Path):
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    harness = subprocess.run(
+        [sys.executable, "-c", KILLED_HARNESS, dummy_image, str(workspace)],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert harness.returncode == -signal.SIGKILL, harness.stderr
+    assert (workspace / "started").exists()  # the agent ran in its container when it was killed
+    deadline = time.monotonic() + 30
+    while True:
+        running = subprocess.run(
+            ["docker", "ps", "-q", "--filter", f"ancestor={dummy_image}"],
+            capture_output=True, text=True, timeout=60, check=True,
+        ).stdout.split()  # fmt: skip
+        if not running or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert running == []  # no docker rm ran: the shim saw the lifeline end and the container ended

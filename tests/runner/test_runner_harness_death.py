@@ -3,8 +3,9 @@
 The harness is a real process that starts a real sandbox and is then SIGKILLed (as the OOM killer
 or Slurm would do it): while the shim is still starting, right after, and once the agent runs. The
 agent leaves a child and a daemon in its own session behind it. Also: a shim whose harness is gone
-before it could start never runs the command, and a run inside bwrap ends with its command even
-when that left a child running (the shim, as PID 1, cannot signal the agent's private uid).
+before it could start never runs the command, a shim that is not the harness's child (as in a
+container) dies with it through the lifeline socket, and a run inside bwrap ends with its command
+even when that left a child running (the shim, as PID 1, cannot signal the agent's private uid).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import pytest
 from conftest import marker_processes, needs_bwrap
 
 from rexmle.runner.sandbox import SandboxRequest, choose_sandbox
+from rexmle.runner.sandbox.lifeline import SocketLifeline
 from rexmle.runner.sandbox.shim import EXIT_HARNESS_GONE
 
 SANDBOXES = [
@@ -79,11 +81,13 @@ def test_nothing_outlives_a_harness_killed_at_any_moment(tmp_path: Path, kind: s
     assert wait_until_gone(marker) == []
 
 
+SHIM = [sys.executable, "-m", "rexmle.runner.sandbox.shim"]
+
+
 def run_shim(lifeline: int, command: str) -> subprocess.CompletedProcess[str]:
     """The shim, given the read end ``lifeline``, running ``command`` in ``/bin/sh``."""
-    argv = [sys.executable, "-m", "rexmle.runner.sandbox.shim", "--lifeline", str(lifeline)]
     return subprocess.run(
-        [*argv, "--", "/bin/sh", "-c", command],
+        [*SHIM, "--lifeline", str(lifeline), "--", "/bin/sh", "-c", command],
         pass_fds=(lifeline,), capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
 
@@ -132,3 +136,60 @@ def test_a_run_ends_with_its_command_though_a_child_is_left(tmp_path: Path, kind
     assert (result.exit_code, result.timed_out) == (0, False)
     assert result.seconds < 10.0  # the command's end, not the 30 s limit
     assert wait_until_gone(marker) == []
+
+
+def test_a_shim_whose_lifeline_socket_has_no_listener_never_runs_the_command(tmp_path: Path):
+    lifeline = SocketLifeline()
+    socket_path = lifeline.path
+    lifeline.cut()  # the harness is gone: nobody listens there
+    ran = tmp_path / "ran"
+    shim = subprocess.run(
+        [*SHIM, "--lifeline-socket", str(socket_path), "--", "/bin/sh", "-c", f"touch {ran}"],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert shim.returncode == EXIT_HARNESS_GONE
+    assert f"nobody listens on the lifeline {socket_path}" in shim.stderr
+    assert not ran.exists()
+
+
+SOCKET_HARNESS = """
+import signal, sys, time
+from rexmle.runner.sandbox.lifeline import SocketLifeline
+lifeline = SocketLifeline()
+print(lifeline.path, flush=True)
+signal.pause()
+"""
+
+
+def test_a_shim_that_is_not_the_harness_child_dies_with_it(tmp_path: Path):
+    """As in a container: the engine, not the harness, starts the shim; the socket ties them."""
+    harness = subprocess.Popen(
+        [sys.executable, "-c", SOCKET_HARNESS], stdout=subprocess.PIPE, text=True
+    )
+    assert harness.stdout is not None
+    socket_path = harness.stdout.readline().strip()
+    marker = f"91{uuid.uuid4().int % 10**6:06d}"
+    started = tmp_path / "started"
+    command = f"sleep {marker}1 & setsid sleep {marker}2 & touch {started}; sleep {marker}3"
+    shim = subprocess.Popen(
+        [*SHIM, "--lifeline-socket", socket_path, "--", "/bin/sh", "-c", command],
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not started.exists():
+            assert time.monotonic() < deadline
+            assert shim.poll() is None
+            time.sleep(0.05)
+        time.sleep(0.3)
+        assert shim.poll() is None  # alive while the harness is
+        assert len(marker_processes(marker)) >= 3
+        harness.kill()
+        harness.wait()
+        assert shim.wait(timeout=15) == 128 + signal.SIGTERM
+        assert wait_until_gone(marker) == []
+    finally:
+        harness.kill()
+        shim.kill()
+        harness.wait()
+        shim.wait()

@@ -6,7 +6,9 @@ The HPC form (``apptainer exec --nv --contain``), with:
   binds below, no host environment, a private ``/tmp`` and ``/dev``;
 - exactly these binds, each at its host path: the workspace read-write, its ``data/``
   read-only, the relays' socket folders and ``shared_writable`` read-write, ``readonly``
-  read-only, and the shim read-only at ``/opt/rexmle/shim.py``;
+  read-only, the shim read-only at ``/opt/rexmle/shim.py`` and the folder of the harness's
+  lifeline socket read-only (the shim ends the container when the harness is gone, however it
+  died: :mod:`rexmle.runner.sandbox.lifeline`);
 - GPUs: ``--nv`` with ``CUDA_VISIBLE_DEVICES`` set to the run's device ids (apptainer exposes the
   host's devices; the variable selects the run's);
 - network: ``--net --network none`` when the agent has none (needs root or a setuid
@@ -38,6 +40,7 @@ from rexmle.runner.sandbox.docker import (
     inner_argv,
     shim_source,
 )
+from rexmle.runner.sandbox.lifeline import SocketLifeline
 from rexmle.runner.sandbox.local import run_process_group
 
 PROBE_TIMEOUT_S = 20.0
@@ -72,6 +75,7 @@ def apptainer_argv(
     *,
     image: str,
     cpus: float | None = None,
+    lifeline: SocketLifeline | None = None,
 ) -> list[str]:
     """The complete ``apptainer exec`` command line for ``request`` (module docstring)."""
     workspace = request.workspace.resolve()
@@ -97,10 +101,10 @@ def apptainer_argv(
         argv += ["--cpus", f"{cpus:g}"]
     if container_gpus(request.env):
         argv.append("--nv")
-    for folder, readonly in container_binds(request):
+    for folder, readonly in container_binds(request, lifeline):
         argv += _bind(folder, readonly=readonly)
     argv += ["--bind", f"{shim_source()}:{SHIM_IN_CONTAINER}:ro"]
-    return [*argv, image, *inner_argv(request)]
+    return [*argv, image, *inner_argv(request, lifeline)]
 
 
 def client_env(env: dict[str, str]) -> dict[str, str]:
@@ -129,5 +133,8 @@ class ApptainerSandbox(Sandbox):
         refused = engine_refusal(apptainer_problem(), request)
         if refused is not None:
             return refused
-        argv = apptainer_argv(request, image=str(request.image), cpus=self.cpus)
-        return run_process_group(replace(request, env=client_env(request.env)), argv)
+        lifeline = SocketLifeline()
+        argv = apptainer_argv(request, image=str(request.image), cpus=self.cpus, lifeline=lifeline)
+        return run_process_group(
+            replace(request, env=client_env(request.env)), argv, lifeline=lifeline
+        )

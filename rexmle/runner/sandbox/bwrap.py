@@ -27,7 +27,7 @@ run) with a process limit (RLIMIT_NPROC). Network: off (only the relays to the v
 server and the gateway), or, when the agent asks for it, outbound only through slirp4netns with
 host loopback disabled: the host's 127.0.0.1 services and abstract unix sockets stay out of
 reach either way. The sandbox dies with the harness: ``--die-with-parent``, and the shim's lifeline
-(:class:`rexmle.runner.sandbox.local.Lifeline`), which also sees a harness that died while bwrap
+(:mod:`rexmle.runner.sandbox.lifeline`), which also sees a harness that died while bwrap
 was still starting.
 """
 
@@ -47,7 +47,8 @@ from pathlib import Path
 
 import rexmle
 from rexmle.runner.sandbox import Sandbox, SandboxInfo, SandboxRequest, SandboxResult
-from rexmle.runner.sandbox.local import Lifeline, run_process_group, shim_argv
+from rexmle.runner.sandbox.lifeline import PipeLifeline
+from rexmle.runner.sandbox.local import run_process_group, shim_argv
 from rexmle.runner.trees import walk_tree
 
 PROBE_TIMEOUT_S = 20.0
@@ -410,7 +411,7 @@ class BwrapSandbox(Sandbox):
         env.setdefault("USER", "agent")
         env.setdefault("LOGNAME", "agent")
         launcher = [layout.inside(sys.executable), "-I", SHIM_INSIDE]
-        lifeline = Lifeline()  # bwrap passes inherited descriptors on to the shim
+        lifeline = PipeLifeline()  # bwrap passes inherited descriptors on to the shim
         inner = shim_argv(
             [layout.inside(part) for part in request.argv],
             memory_limit_mb=request.memory_limit_mb,

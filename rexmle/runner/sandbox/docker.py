@@ -7,8 +7,9 @@
 - exactly these binds, each at its host path: the workspace read-write, its ``data/`` read-only,
   the sockets folders of the relays (validation server, LLM gateway) and the request's
   ``shared_writable`` folders read-write, its ``readonly`` folders read-only, and the shim (one
-  standard-library script) read-only at ``/opt/rexmle/shim.py``. Never the data root, a run's
-  ``private/``, another run or a home folder;
+  standard-library script) read-only at ``/opt/rexmle/shim.py``, and the folder of the harness's
+  lifeline socket read-only. Never the data root, a run's ``private/``, another run or a home
+  folder;
 - ``--network none`` unless the agent has network; the relays (``shim.py --relay``) keep the
   validation and gateway URLs working inside;
 - the run's GPUs by device id (``--gpus device=0,1`` from the request's ``CUDA_VISIBLE_DEVICES``;
@@ -21,6 +22,9 @@
 The wall-clock limit, SIGTERM then SIGKILL after the grace and the statuses are those of the
 local sandbox: the ``docker run`` client is the process the limit is enforced on, and on the way
 out the container is removed with ``docker rm -f`` (which kills whatever the agent left in it).
+A harness that dies without that step (SIGKILL, the OOM killer) still ends the container: the shim
+runs every command, holds the harness's lifeline socket (:mod:`rexmle.runner.sandbox.lifeline`)
+and, when the harness is gone, kills what it started and exits, and ``--init`` then ends.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from pathlib import Path
 
 import rexmle
 from rexmle.runner.sandbox import Sandbox, SandboxInfo, SandboxRequest, SandboxResult
+from rexmle.runner.sandbox.lifeline import SocketLifeline
 from rexmle.runner.sandbox.local import run_process_group
 
 SHIM_IN_CONTAINER = "/opt/rexmle/shim.py"
@@ -81,15 +86,17 @@ def container_gpus(env: dict[str, str]) -> list[str]:
     return [part.strip() for part in value.split(",") if part.strip()]
 
 
-def inner_argv(request: SandboxRequest) -> list[str]:
+def inner_argv(request: SandboxRequest, lifeline: SocketLifeline | None = None) -> list[str]:
     """The command run inside: the image's interpreter for the harness's, wrapped in the shim
-    (RLIMIT_AS, relays) when limits or relays are asked for.
+    (RLIMIT_AS, relays, the harness's ``lifeline``) when any of them is asked for.
     """
     argv = [CONTAINER_PYTHON if part == sys.executable else part for part in request.argv]
     relays = () if request.network else request.relays
-    if request.memory_limit_mb is None and not relays:
+    if request.memory_limit_mb is None and not relays and lifeline is None:
         return argv
     wrapped = [CONTAINER_PYTHON, SHIM_IN_CONTAINER]
+    if lifeline is not None:
+        wrapped += lifeline.shim_args()
     if request.memory_limit_mb is not None:
         wrapped += ["--memory-limit-mb", str(request.memory_limit_mb)]
     for relay in relays:
@@ -97,16 +104,20 @@ def inner_argv(request: SandboxRequest) -> list[str]:
     return [*wrapped, "--", *argv]
 
 
-def container_binds(request: SandboxRequest) -> list[tuple[Path, bool]]:
+def container_binds(
+    request: SandboxRequest, lifeline: SocketLifeline | None = None
+) -> list[tuple[Path, bool]]:
     """(host folder, read-only) of every folder a container sees, each at its host path: the
-    workspace, its ``data/`` read-only, the relays' socket folders and ``shared_writable``,
-    ``readonly``. Nothing else (the shim is added by each engine).
+    workspace, its ``data/`` read-only, the ``lifeline``'s folder read-only, the relays' socket
+    folders and ``shared_writable``, ``readonly``. Nothing else (the shim is added by each engine).
     """
     workspace = request.workspace.resolve()
     binds = [(workspace, False)]
     data = workspace / "data"
     if data.is_dir():
         binds.append((data, True))
+    if lifeline is not None:
+        binds.append((lifeline.folder.resolve(), True))
     sockets = {relay.socket.parent.resolve() for relay in request.relays}
     for folder in sorted(sockets | {Path(f).resolve() for f in request.shared_writable}):
         binds.append((folder, False))
@@ -137,6 +148,7 @@ def docker_argv(
     image: str,
     name: str,
     cpus: float | None = None,
+    lifeline: SocketLifeline | None = None,
 ) -> list[str]:
     """The complete ``docker run`` command line for ``request`` (see the module docstring)."""
     limits = request.limits
@@ -174,12 +186,12 @@ def docker_argv(
     gpus = container_gpus(request.env)
     if gpus:
         argv += ["--gpus", f"device={','.join(gpus)}"]
-    for folder, readonly in container_binds(request):
+    for folder, readonly in container_binds(request, lifeline):
         argv += _bind(folder, readonly=readonly)
     argv += ["--mount", f"type=bind,source={shim_source()},target={SHIM_IN_CONTAINER},readonly"]
     for key in sorted(container_env(request.env)):
         argv += ["--env", key]
-    return [*argv, image, *inner_argv(request)]
+    return [*argv, image, *inner_argv(request, lifeline)]
 
 
 def container_env(env: dict[str, str]) -> dict[str, str]:
@@ -214,13 +226,16 @@ class DockerSandbox(Sandbox):
         if refused is not None:
             return refused
         name = f"rexmle-{uuid.uuid4().hex[:16]}"
-        argv = docker_argv(request, image=str(request.image), name=name, cpus=self.cpus)
+        lifeline = SocketLifeline()
+        argv = docker_argv(
+            request, image=str(request.image), name=name, cpus=self.cpus, lifeline=lifeline
+        )
         client_env = {**container_env(request.env), "PATH": os.environ.get("PATH", "/usr/bin:/bin")}
         for key in ("DOCKER_HOST", "DOCKER_CONFIG", "DOCKER_CONTEXT"):
             if key in os.environ:
                 client_env[key] = os.environ[key]
         try:
-            return run_process_group(replace(request, env=client_env), argv)
+            return run_process_group(replace(request, env=client_env), argv, lifeline=lifeline)
         finally:
             subprocess.run(
                 [shutil.which("docker") or "docker", "rm", "-f", name],

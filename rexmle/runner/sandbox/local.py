@@ -2,11 +2,11 @@
 
 The command starts under the shim (:mod:`rexmle.runner.sandbox.shim`) in a new session with a
 random job token in its environment (``SANDBOX_JOB_TOKEN``). The shim is a child subreaper tied
-to the harness by a :class:`Lifeline` and kills whatever the command left behind, even a
-double-forked daemon that scrubbed its environment, when the command ends or the harness goes
-away (also when the harness died while the shim was still starting). At the limit every process
-of the session and process group, every descendant found in ``/proc`` and every process carrying
-the token gets SIGTERM, then SIGKILL after a grace period.
+to the harness by a lifeline (:mod:`rexmle.runner.sandbox.lifeline`) and kills whatever the
+command left behind, even a double-forked daemon that scrubbed its environment, when the command
+ends or the harness goes away (also when the harness died while the shim was still starting).
+At the limit every process of the session and process group, every descendant found in ``/proc``
+and every process carrying the token gets SIGTERM, then SIGKILL after a grace period.
 Stdout and stderr are copied into the logs up to a cap. An optional memory limit is RLIMIT_AS.
 This sandbox does NOT isolate the filesystem, the network, or the harness from the agent (same
 uid: the agent may kill the shim and then outlive the run); every run records that warning.
@@ -28,6 +28,7 @@ from collections.abc import Callable
 from typing import IO, cast
 
 from rexmle.runner.sandbox import Relay, Sandbox, SandboxInfo, SandboxRequest, SandboxResult
+from rexmle.runner.sandbox.lifeline import PipeLifeline, SocketLifeline
 from rexmle.runner.sandbox.shim import process_table
 
 POLL_S = 0.1
@@ -42,7 +43,7 @@ def shim_argv(
     max_processes: int | None = None,
     wait_network: bool = False,
     launcher: list[str] | None = None,
-    lifeline: Lifeline | None = None,
+    lifeline: PipeLifeline | SocketLifeline | None = None,
 ) -> list[str]:
     """``argv`` wrapped in the shim: limits, relays, private uid, death with the harness.
 
@@ -62,33 +63,8 @@ def shim_argv(
     if wait_network:
         wrapped.append("--wait-network")
     if lifeline is not None:
-        wrapped += ["--lifeline", str(lifeline.shim_fd)]
+        wrapped += lifeline.shim_args()
     return [*wrapped, "--", *argv]
-
-
-class Lifeline:
-    """A pipe that ties the shim to this process: the shim holds the read end, this process alone
-    the write end, and never writes to it.
-
-    The kernel closes the write end when this process ends, however it ends, so the shim reads end
-    of stream exactly when the harness is gone, also when that happened before the shim started
-    (a race the parent-death signal cannot see) and whichever thread started it. Both ends are
-    non-inheritable: only the shim's start passes the read end on (``pass_fds``).
-    """
-
-    def __init__(self) -> None:
-        self.shim_fd, self._harness_fd = os.pipe()
-
-    def cut(self) -> None:
-        """Close both ends: the shim, if still alive, ends and kills what it started."""
-        self._close("shim_fd")
-        self._close("_harness_fd")
-
-    def _close(self, name: str) -> None:
-        fd = getattr(self, name)
-        if fd >= 0:
-            os.close(fd)
-            setattr(self, name, -1)
 
 
 TOKEN_VARIABLE = "SANDBOX_JOB_TOKEN"
@@ -194,17 +170,17 @@ def run_process_group(
     env: dict[str, str] | None = None,
     pass_fds: tuple[int, ...] = (),
     on_start: Callable[[], None] | None = None,
-    lifeline: Lifeline | None = None,
+    lifeline: PipeLifeline | SocketLifeline | None = None,
 ) -> SandboxResult:
     """Start ``argv`` in a new session and enforce the request's time limit and cancel event.
 
     The agent's stdout and stderr come through pipes: the harness copies each into its log
     file up to ``request.limits.log_bytes``, then writes one line saying the cap was reached
     and drops the rest. ``on_start`` runs right after the process started (bwrap: attach the
-    network). ``lifeline`` (the one named in the shim's arguments) is passed to the process and
-    cut once the run is over.
+    network). ``lifeline`` (the one named in the shim's arguments) is cut once the run is over; a
+    pipe's read end is passed to the process.
     """
-    if lifeline is not None:
+    if isinstance(lifeline, PipeLifeline):
         pass_fds = (*pass_fds, lifeline.shim_fd)
     try:
         return _run_process_group(request, argv, env=env, pass_fds=pass_fds, on_start=on_start)
@@ -319,7 +295,7 @@ class LocalSandbox(Sandbox):
                 seconds=0.0,
                 error=f"cannot start {program!r}: not found or not executable",
             )
-        lifeline = Lifeline()
+        lifeline = PipeLifeline()
         argv = shim_argv(request.argv, memory_limit_mb=request.memory_limit_mb, lifeline=lifeline)
         return run_process_group(request, argv, lifeline=lifeline)
 

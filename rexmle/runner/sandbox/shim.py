@@ -13,6 +13,9 @@ Options:
     --lifeline FD         the read end of a pipe whose only write end the harness holds for the
                           whole run and never writes to: end of stream on FD means the harness
                           is gone, however it died and whenever, even before the shim started.
+    --lifeline-socket P   the same through the unix socket P, where the harness listens (in a
+                          container, which inherits no descriptor): a refused connection or a
+                          reset means the harness is gone (:mod:`rexmle.runner.sandbox.lifeline`).
 
 The shim stays the command's parent: it is not dumpable (PR_SET_DUMPABLE 0: the command cannot
 ptrace it), a child subreaper (orphans of the command are re-parented to it, not to init), and
@@ -218,6 +221,20 @@ def _at_end_of_stream(fd: int) -> bool:
     return bool(poller.poll(0))
 
 
+def _connect_lifeline(path: Path) -> tuple[int | None, bool]:
+    """Connect to the harness's lifeline socket: (its descriptor, False), or (None, True) when
+    nobody listens there any more (the harness is gone).
+    """
+    connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)  # not inheritable
+    try:
+        connection.connect(str(path))
+    except OSError as error:
+        connection.close()
+        sys.stderr.write(f"shim: nobody listens on the lifeline {path}: {error}\n")
+        return None, True
+    return connection.detach(), False
+
+
 def _watch_lifeline(fd: int) -> None:
     """Block until the lifeline ``fd`` ends, then SIGTERM this process (the main thread's handler
     sees the harness gone and kills everything).
@@ -280,6 +297,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-processes", type=int, default=None)
     parser.add_argument("--wait-network", action="store_true")
     parser.add_argument("--lifeline", type=int, default=None)
+    parser.add_argument("--lifeline-socket", type=Path, default=None)
     options = parser.parse_args(args[:split])
     command = args[split + 1 :]
     if not command:
@@ -296,6 +314,12 @@ def main(argv: list[str] | None = None) -> int:
         except OSError as error:
             sys.stderr.write(f"shim: --lifeline {lifeline} is not an open file: {error}\n")
             return 2
+    gone_at_start = False
+    if options.lifeline_socket is not None:
+        if lifeline is not None:
+            sys.stderr.write("shim: give --lifeline or --lifeline-socket, not both\n")
+            return 2
+        lifeline, gone_at_start = _connect_lifeline(options.lifeline_socket)
     parent = os.getppid()
     _prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
     _prctl(PR_SET_DUMPABLE, 0)  # the agent can neither ptrace nor read the shim's memory
@@ -303,6 +327,8 @@ def main(argv: list[str] | None = None) -> int:
     child, go = _start_child(command, options)
 
     def harness_gone() -> bool:
+        if gone_at_start:
+            return True
         if lifeline is not None:
             return _at_end_of_stream(lifeline)
         return os.getppid() != parent
