@@ -221,9 +221,9 @@ def _at_end_of_stream(fd: int) -> bool:
     return bool(poller.poll(0))
 
 
-def _connect_lifeline(path: Path) -> tuple[int | None, bool]:
-    """Connect to the harness's lifeline socket: (its descriptor, False), or (None, True) when
-    nobody listens there any more (the harness is gone).
+def _connect_lifeline(path: Path) -> int | None:
+    """Connect to the harness's lifeline socket: its descriptor, or None when nobody listens
+    there any more (the harness is gone).
     """
     connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)  # not inheritable
     try:
@@ -231,8 +231,8 @@ def _connect_lifeline(path: Path) -> tuple[int | None, bool]:
     except OSError as error:
         connection.close()
         sys.stderr.write(f"shim: nobody listens on the lifeline {path}: {error}\n")
-        return None, True
-    return connection.detach(), False
+        return None
+    return connection.detach()
 
 
 def _watch_lifeline(fd: int) -> None:
@@ -296,8 +296,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gid", type=int, default=None)
     parser.add_argument("--max-processes", type=int, default=None)
     parser.add_argument("--wait-network", action="store_true")
-    parser.add_argument("--lifeline", type=int, default=None)
-    parser.add_argument("--lifeline-socket", type=Path, default=None)
+    lifelines = parser.add_mutually_exclusive_group()
+    lifelines.add_argument("--lifeline", type=int, default=None)
+    lifelines.add_argument("--lifeline-socket", type=Path, default=None)
     options = parser.parse_args(args[:split])
     command = args[split + 1 :]
     if not command:
@@ -316,10 +317,8 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     gone_at_start = False
     if options.lifeline_socket is not None:
-        if lifeline is not None:
-            sys.stderr.write("shim: give --lifeline or --lifeline-socket, not both\n")
-            return 2
-        lifeline, gone_at_start = _connect_lifeline(options.lifeline_socket)
+        lifeline = _connect_lifeline(options.lifeline_socket)
+        gone_at_start = lifeline is None
     parent = os.getppid()
     _prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
     _prctl(PR_SET_DUMPABLE, 0)  # the agent can neither ptrace nor read the shim's memory
