@@ -15,7 +15,14 @@ submissions are graded:
 
 A frozen report is the grade report without the fields that change from run to run
 (``rexmle_version``, ``seconds``); NaN and infinities are written as the strings "NaN", "Infinity"
-and "-Infinity" so that the JSON files stay standard and comparisons are exact.
+and "-Infinity" so that the JSON files stay standard.
+
+Comparison (:func:`differences`): everything but floating-point numbers must be equal exactly
+(validity, reasons, case ids, integers, NaN/infinity markers, key order aside); two floats are
+equal when they agree to a relative 1e-12 (``FLOAT_REL_TOL``). Last-bit equality holds only on
+one kind of processor: OpenBLAS picks its kernels by CPU (``OPENBLAS_CORETYPE``) and numpy its
+SIMD reductions, so a correlation or a least-squares fit moves by a few units in the last place
+from one machine to another. A real change of a grade moves a value by far more than 1e-12.
 """
 
 from __future__ import annotations
@@ -227,6 +234,34 @@ def frozen_report(task_id: str, submission: Path, dirs: TaskDirs) -> dict[str, o
         dumped.pop(name)
     # the submission folder is temporary: reasons name files relative to it, never its path
     return _json_safe(json.loads(json.dumps(dumped, default=str)))  # type: ignore[return-value]
+
+
+FLOAT_REL_TOL = 1e-12
+"""Relative tolerance of float values (a few thousand units in the last place)."""
+FLOAT_ABS_TOL = 1e-15
+"""Absolute tolerance, for values that are zero in one report and a rounding residue in another."""
+
+
+def differences(got: object, frozen: object, where: str = "") -> list[str]:
+    """Paths (``.metrics.plcc``, ``.cases[3].hd95``) at which two reports differ (see above)."""
+    if isinstance(got, bool) or isinstance(frozen, bool):
+        return [] if got is frozen else [f"{where}: {got!r} != {frozen!r}"]
+    if isinstance(got, float) and isinstance(frozen, float):
+        if math.isclose(got, frozen, rel_tol=FLOAT_REL_TOL, abs_tol=FLOAT_ABS_TOL):
+            return []
+        return [f"{where}: {got!r} != {frozen!r}"]
+    if isinstance(got, dict) and isinstance(frozen, dict):
+        if set(got) != set(frozen):
+            return [f"{where}: keys {sorted(got)} != {sorted(frozen)}"]
+        return [d for key in got for d in differences(got[key], frozen[key], f"{where}.{key}")]
+    if isinstance(got, list) and isinstance(frozen, list):
+        if len(got) != len(frozen):
+            return [f"{where}: {len(got)} items != {len(frozen)}"]
+        pairs = zip(got, frozen, strict=True)
+        return [d for i, (a, b) in enumerate(pairs) for d in differences(a, b, f"{where}[{i}]")]
+    if type(got) is not type(frozen) or got != frozen:
+        return [f"{where}: {got!r} != {frozen!r}"]
+    return []
 
 
 def grade_variant(task_id: str, variant: str, dirs: TaskDirs, work: Path) -> dict[str, object]:
