@@ -405,14 +405,27 @@ def status(
     runs_dir: Annotated[Path, typer.Argument(help="Runs folder (or a group inside it).")],
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
 ) -> None:
-    """Runs per status under RUNS_DIR, with an ETA for the unfinished ones."""
+    """Runs per status under RUNS_DIR, with an ETA for the unfinished ones.
+
+    Runs handed to Slurm are counted by what Slurm says of their jobs (a job cancelled in the
+    queue: cancelled; one that ended without a record: lost).
+    """
     import json
 
     from rexmle.runner.status import runs_status
 
     if not runs_dir.is_dir():
         raise _fail(ValueError(f"{runs_dir} is not a folder"))
-    state = runs_status(runs_dir)
+    from rexmle.runner.executor_slurm import SlurmError, job_states
+
+    def slurm_states(job_ids: list[str]) -> dict[str, str]:
+        try:
+            return job_states(job_ids)
+        except SlurmError as error:
+            err.print(f"[yellow]Slurm not asked:[/] {error}", highlight=False, soft_wrap=True)
+            return {job_id: "RUNNING" for job_id in job_ids}  # as the files say
+
+    state = runs_status(runs_dir, slurm_states)
     if as_json:
         out.print_json(json.dumps(state.as_json()))
         return

@@ -56,25 +56,9 @@ from rexmle.runner.records import (
     write_record,
 )
 from rexmle.runner.settings import RunSettings
-from rexmle.runner.status import SCHEDULED_JSON
+from rexmle.runner.status import ALIVE_JOB_STATES, SCHEDULED_JSON, scheduled_job
 
-ALIVE_STATES = frozenset(
-    {
-        "PENDING",
-        "RUNNING",
-        "CONFIGURING",
-        "COMPLETING",
-        "SUSPENDED",
-        "REQUEUED",
-        "REQUEUE_HOLD",
-        "REQUEUE_FED",
-        "RESIZING",
-        "SIGNALING",
-        "STAGE_OUT",
-        "STOPPED",
-    }
-)
-"""Slurm job states in which the job may still run (or is running) its run."""
+ALIVE_STATES = ALIVE_JOB_STATES
 COMMAND_TIMEOUT_S = 60.0
 """Every Slurm client call is bounded: ``sinfo``/``squeue`` hang when slurmctld is down."""
 BATCH_JSON = "batch.json"
@@ -260,17 +244,6 @@ def submit(
                 encoding="utf-8",
             )
     return Submission(batch_dir, array_ids, job_ids, time.perf_counter() - started)
-
-
-def scheduled_job(folder: Path) -> str | None:
-    """The Slurm job id written into ``folder`` at submission, or None."""
-    path = folder / SCHEDULED_JSON
-    if not path.is_file():
-        return None
-    try:
-        return str(json.loads(path.read_text(encoding="utf-8"))["job_id"])
-    except (ValueError, KeyError, OSError):
-        return None
 
 
 def job_states(job_ids: Iterable[str], *, env: dict[str, str] | None = None) -> dict[str, str]:

@@ -73,8 +73,9 @@ class RunSettings(BaseModel):
         digest = None
         if self.llm_config is not None:
             digest = hashlib.sha256(self.llm_config.read_bytes()).hexdigest()
-        fields = self.model_dump(mode="json", exclude=NOT_RECORDED)
+        fields = self.model_dump(mode="json", exclude=set(NOT_RECORDED))
         return SettingsRecord.model_validate({**fields, "llm_config_sha256": digest})
+
 
 def memory_bytes(megabytes: int) -> int | None:
     """A ``--...-memory-mb`` flag as bytes; 0 means no limit (None)."""
