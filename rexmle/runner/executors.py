@@ -246,6 +246,7 @@ def run_slurm(batch: Batch, settings: RunSettings, how: Invocation, err: Console
         soft_wrap=True,
     )
     if to_submit:
+        batch_gateway(to_submit, settings)  # the LLM config is checked here, not on the node
         slurm = SlurmSettings(
             resources=study.executor.slurm,
             gpus_per_run=study.gpus_per_run,
