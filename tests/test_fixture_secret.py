@@ -13,6 +13,7 @@ from rexmle.preparation import MINI_SECRET_FILE, fixture_seed, prepare_task
 from rexmle.runner.executor import RunJob, RunOptions, execute_run
 from rexmle.runner.records import RunConfig, run_dir
 from rexmle.runner.sandbox.local import LocalSandbox
+from rexmle.runner.settings import RunSettings
 from rexmle.tasks.registry import all_tasks
 
 ATTACK = """\
@@ -50,7 +51,8 @@ def attack_dice(data_dir: Path, tmp_path: Path) -> float | None:
     )
     runs = tmp_path / f"runs-{data_dir.name}"
     folder = run_dir(runs, "test", "isles22", spec.id, 0)
-    options = RunOptions(runs_dir=runs, data_dir=data_dir, sandbox=LocalSandbox(), grade_workers=1)
+    settings = RunSettings(runs_dir=runs, data_dir=data_dir, grade_workers=1)
+    options = RunOptions(settings=settings, sandbox=LocalSandbox())
     record = execute_run(RunJob(config=config, group="test", folder=folder), options)
     assert record.grade is not None, record
     assert record.grade.valid, record

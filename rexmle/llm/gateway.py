@@ -52,6 +52,7 @@ from rexmle.llm.proxy_config import (
     usable_models,
 )
 from rexmle.llm.usage import TRAJECTORY_FILE, USAGE_FILE, LlmTotals, summarize_usage
+from rexmle.processes import stop_process_group
 from rexmle.runner.sandbox import Relay
 from rexmle.runner.sandbox.shim import start_unix_bridge
 
@@ -324,16 +325,8 @@ class Gateway:
     def stop(self) -> None:
         """Stop the proxy (SIGTERM, then SIGKILL after a grace) and remove its state folder."""
         process, self.process = self.process, None
-        if process is not None and process.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGTERM)
-            try:
-                process.wait(timeout=STOP_GRACE_S)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
         if process is not None:
+            stop_process_group(process, STOP_GRACE_S)
             _reap_group(process.pid)
         if self.state_dir is not None:
             shutil.rmtree(self.state_dir, ignore_errors=True)

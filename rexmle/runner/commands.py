@@ -1,36 +1,77 @@
-"""The ``rexmle run`` and ``rexmle demo`` commands (added to the CLI by :func:`register`)."""
+"""The ``rexmle run``, ``demo``, ``status`` and ``cancel`` commands (added to the CLI by
+:func:`register`).
+
+``rexmle run`` builds one :class:`~rexmle.runner.experiment.Experiment` (from its flags, or from
+``--experiment FILE``/preset, optionally narrowed by ``--condition``) and one
+:class:`~rexmle.runner.settings.RunSettings`, plans the batch and hands both to the executor the
+experiment names (:mod:`rexmle.runner.executors`). Every option has one role
+(:data:`RUN_OPTION_ROLES`): ``study`` options shape the experiment and are refused by name beside
+``--experiment`` (the file says them); ``settings`` options go into ``RunSettings`` (every run
+gets them, on every executor, and run.json records them); ``invocation`` options only choose
+what the command does and prints.
+"""
 
 from __future__ import annotations
 
-import contextlib
-import signal
-import threading
-from collections.abc import Iterator
 from pathlib import Path
-from types import FrameType
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated, Literal
 
 import typer
 from rich import box
 from rich.table import Table
 
 from rexmle.errors import RexmleError
+from rexmle.runner.executors import EXIT_INTERRUPTED, interrupt_on_sigterm
+from rexmle.runner.experiment import AgentEntry, ExecutorSettings, Experiment, SlurmResources
 from rexmle.runner.limits import DEFAULT_GRADE_MEMORY_BYTES, DEFAULT_VALIDATION_MEMORY_BYTES
+from rexmle.runner.settings import RunSettings, memory_bytes
 from rexmle.terminal import console
-
-if TYPE_CHECKING:
-    from rexmle.llm.gateway import Gateway
-    from rexmle.runner.batch import Plan
-    from rexmle.runner.executor import RunJob
-    from rexmle.runner.executor_slurm import SlurmSettings
-    from rexmle.runner.experiment import Experiment, RunKey
-    from rexmle.runner.records import RunRecord
-    from rexmle.runner.sandbox import Sandbox
 
 out = console()
 err = console(stderr=True)
 
-EXIT_INTERRUPTED = 130
+SANDBOXES = ("auto", "bwrap", "local", "docker", "apptainer")
+OptionRole = Literal["study", "settings", "invocation"]
+RUN_OPTION_ROLES: dict[str, OptionRole] = {
+    "agent": "study",
+    "task": "study",
+    "suite": "study",
+    "seeds": "study",
+    "time_limit": "study",
+    "executor": "study",
+    "mini": "study",
+    "concurrency": "study",
+    "gpus": "study",
+    "group": "study",
+    "agent_cmd": "study",
+    "agent_name": "study",
+    "agent_env": "study",
+    "network": "study",
+    "memory_limit_mb": "study",
+    "model": "study",
+    "steps": "study",
+    "step_timeout": "study",
+    "sandbox": "study",
+    "slurm_arg": "study",
+    "runs_dir": "settings",
+    "data_dir": "settings",
+    "kill_grace": "settings",
+    "keep_data": "settings",
+    "grade_memory_mb": "settings",
+    "validation_memory_mb": "settings",
+    "llm_config": "settings",
+    "llm": "settings",
+    "llm_budget_usd": "settings",
+    "llm_max_calls_per_minute": "settings",
+    "experiment": "invocation",
+    "condition": "invocation",
+    "retry_failed": "invocation",
+    "as_json": "invocation",
+    "no_wait": "invocation",
+    "poll": "invocation",
+    "dry_run": "invocation",
+}
+"""The role of every ``rexmle run`` option (see the module docstring)."""
 
 
 def _fail(error: Exception, code: int = 2) -> typer.Exit:
@@ -38,25 +79,8 @@ def _fail(error: Exception, code: int = 2) -> typer.Exit:
     return typer.Exit(code)
 
 
-@contextlib.contextmanager
-def _interrupt_on_sigterm() -> Iterator[None]:
-    """SIGTERM behaves like Ctrl-C inside the block, so running agents are stopped on the way out.
-
-    The previous handler comes back afterwards. Off the main thread (where handlers cannot be
-    set) nothing changes.
-    """
-
-    def handler(_signum: int, _frame: FrameType | None) -> None:
-        raise KeyboardInterrupt
-
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+def _flag(name: str) -> str:
+    return {"as_json": "--json"}.get(name, "--" + name.replace("_", "-"))
 
 
 def _parse_gpus(gpus: str | None) -> list[str]:
@@ -69,6 +93,95 @@ def _parse_gpus(gpus: str | None) -> list[str]:
     return slots
 
 
+def experiment_from_flags(study: dict[str, object]) -> Experiment:
+    """The experiment a flag run describes (``study``: the study options by parameter name).
+
+    Raises:
+        ValueError: a flag value the experiment refuses (the message names it).
+        SpecError: an unknown suite or task.
+    """
+    from rexmle.runner.batch import select_tasks
+
+    executor = study["executor"] or "local"
+    if executor not in ("local", "slurm"):
+        msg = f"executor {executor!r} is not available; use --executor local or slurm"
+        raise ValueError(msg)
+    sandbox = study["sandbox"] or "auto"
+    if sandbox not in SANDBOXES:
+        msg = f"unknown sandbox {sandbox!r}; use {', '.join(SANDBOXES)}"
+        raise ValueError(msg)
+    local_only = [n for n in ("concurrency", "gpus") if study[n] is not None]
+    if executor == "slurm" and local_only:
+        msg = f"{', '.join(map(_flag, local_only))}: local executor only (Slurm gives the GPUs)"
+        raise ValueError(msg)
+    if executor == "local" and study["slurm_arg"]:
+        msg = "--slurm-arg applies to --executor slurm only"
+        raise ValueError(msg)
+    tasks, suite_is_mini = select_tasks(study["task"] or [], study["suite"])  # type: ignore[arg-type]
+    gpus = _parse_gpus(study["gpus"])  # type: ignore[arg-type]
+    model = study["model"]
+    entry = AgentEntry(
+        agent=str(study["agent"]),
+        models=[] if model is None else [str(model)],
+        memory_limit_mb=study["memory_limit_mb"],  # type: ignore[arg-type]
+        network=study["network"],  # type: ignore[arg-type]
+        command=study["agent_cmd"],  # type: ignore[arg-type]
+        name=study["agent_name"],  # type: ignore[arg-type]
+        env=list(study["agent_env"] or []),  # type: ignore[call-overload]
+        steps=study["steps"],  # type: ignore[arg-type]
+        step_timeout_s=study["step_timeout"],  # type: ignore[arg-type]
+    )
+    group = str(study["group"] or "default")
+    return Experiment(
+        name=group,
+        agents=[entry],
+        tasks=[] if study["suite"] else tasks,
+        suite=study["suite"],  # type: ignore[arg-type]
+        seeds=list(range(int(study["seeds"] or 1))),  # type: ignore[call-overload]
+        time_limit_s=study["time_limit"],  # type: ignore[arg-type]
+        gpus_per_run=1 if executor == "slurm" or gpus else 0,
+        mini=bool(study["mini"]) or suite_is_mini,
+        sandbox=sandbox,  # type: ignore[arg-type]
+        executor=ExecutorSettings(
+            kind=executor,  # type: ignore[arg-type]
+            concurrency=study["concurrency"],  # type: ignore[arg-type]
+            gpus=gpus,
+            slurm=SlurmResources(extra_args=list(study["slurm_arg"] or [])),  # type: ignore[call-overload]
+        ),
+    )
+
+
+def settings_from_flags(given: dict[str, object], experiment: Experiment) -> RunSettings:
+    """The run settings of the command (``given``: the settings options by parameter name).
+
+    Raises:
+        ValueError: an LLM config file that does not exist.
+    """
+    from rexmle.config import resolve_data_dir, resolve_runs_dir
+
+    llm_config = given["llm_config"]
+    if llm_config is not None and not Path(str(llm_config)).is_file():
+        msg = f"--llm-config {llm_config}: no such file"
+        raise ValueError(msg)
+    return RunSettings(
+        data_dir=resolve_data_dir(given["data_dir"]),  # type: ignore[arg-type]
+        runs_dir=resolve_runs_dir(given["runs_dir"]),  # type: ignore[arg-type]
+        sandbox=experiment.sandbox,
+        kill_grace_s=float(given["kill_grace"]),  # type: ignore[arg-type]
+        keep_data=bool(given["keep_data"]),
+        grade_memory_bytes=memory_bytes(int(given["grade_memory_mb"])),  # type: ignore[call-overload]
+        validation_memory_bytes=memory_bytes(int(given["validation_memory_mb"])),  # type: ignore[call-overload]
+        llm_config=None if llm_config is None else Path(str(llm_config)).resolve(),
+        llm_for_every_run=bool(given["llm"]) or llm_config is not None,
+        llm_budget_usd=given["llm_budget_usd"],  # type: ignore[arg-type]
+        llm_max_calls_per_minute=given["llm_max_calls_per_minute"],  # type: ignore[arg-type]
+    )
+
+
+def _given_study_flags(study: dict[str, object]) -> list[str]:
+    return [_flag(name) for name, value in study.items() if value not in (None, False, [])]
+
+
 def run(
     agent: Annotated[
         str | None, typer.Option("--agent", help="Agent id (dummy, baseline, command) or YAML.")
@@ -77,11 +190,15 @@ def run(
     suite: Annotated[
         str | None, typer.Option("--suite", help="mini (20 mini tasks) or all.")
     ] = None,
-    seeds: Annotated[int, typer.Option("--seeds", min=1, help="Seeds 0..N-1 per task.")] = 1,
+    seeds: Annotated[
+        int | None, typer.Option("--seeds", min=1, help="Seeds 0..N-1 per task (default 1).")
+    ] = None,
     time_limit: Annotated[
         float | None, typer.Option("--time-limit", min=1, help="Seconds per run (agent default).")
     ] = None,
-    executor: Annotated[str, typer.Option("--executor", help="Only 'local' here.")] = "local",
+    executor: Annotated[
+        str | None, typer.Option("--executor", help="local (default) or slurm.")
+    ] = None,
     runs_dir: Annotated[Path | None, typer.Option("--runs-dir", help="Default ./runs.")] = None,
     data_dir: Annotated[Path | None, typer.Option("--data-dir", help="Data dir.")] = None,
     mini: Annotated[
@@ -89,15 +206,17 @@ def run(
     ] = False,
     concurrency: Annotated[
         int | None,
-        typer.Option("--concurrency", min=1, help="Runs at once (default: 1, or one per GPU)."),
+        typer.Option("--concurrency", min=1, help="Local runs at once (default: 1, or per GPU)."),
     ] = None,
     gpus: Annotated[
-        str | None, typer.Option("--gpus", help="GPU ids, e.g. 0,1: one per run at a time.")
+        str | None, typer.Option("--gpus", help="Local GPU ids, e.g. 0,1: one per run at a time.")
     ] = None,
     retry_failed: Annotated[
         bool, typer.Option("--retry-failed", help="Rerun agent_error and infra_error runs.")
     ] = False,
-    group: Annotated[str, typer.Option("--group", help="Runs sub-folder.")] = "default",
+    group: Annotated[
+        str | None, typer.Option("--group", help="Runs sub-folder (default: default).")
+    ] = None,
     agent_cmd: Annotated[
         str | None, typer.Option("--agent-cmd", help="Shell command of a 'command' agent.")
     ] = None,
@@ -135,8 +254,9 @@ def run(
         ),
     ] = DEFAULT_VALIDATION_MEMORY_BYTES >> 20,
     sandbox: Annotated[
-        str, typer.Option("--sandbox", help="auto, bwrap, local, docker or apptainer.")
-    ] = "auto",
+        str | None,
+        typer.Option("--sandbox", help="auto (default), bwrap, local, docker or apptainer."),
+    ] = None,
     kill_grace: Annotated[
         float, typer.Option("--kill-grace", min=0, help="Seconds from SIGTERM to SIGKILL.")
     ] = 5.0,
@@ -163,6 +283,12 @@ def run(
         str | None,
         typer.Option("--experiment", help="Experiment file (YAML) or preset (paper-grid)."),
     ] = None,
+    condition: Annotated[
+        str | None,
+        typer.Option(
+            "--condition", help="Only this condition of the experiment (flags: a preset's)."
+        ),
+    ] = None,
     slurm_arg: Annotated[
         list[str] | None,
         typer.Option("--slurm-arg", help="Slurm: an sbatch option, e.g. --slurm-arg=--mem=32G."),
@@ -171,534 +297,135 @@ def run(
         bool, typer.Option("--no-wait", help="Slurm: submit and return without waiting.")
     ] = False,
     poll: Annotated[
-        float, typer.Option("--poll", min=0.1, help="Slurm: seconds between state checks.")
-    ] = 5.0,
+        float | None,
+        typer.Option("--poll", min=0.1, help="Slurm: seconds between state checks (default 5)."),
+    ] = None,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Print the runs, GPU-hours and cost; run nothing.")
     ] = False,
 ) -> None:
     """Run an agent on tasks (resumable): workspaces, sandbox, validation server, grading.
 
-    Exit codes: 0 every run ended with a result; 2 a run ended in infra_error, a task could not
-    run, or the command was wrong; 130 interrupted (unfinished runs run again next time).
+    Exit codes: 0 every run ended with a result; 1 some runs were cancelled (they run again);
+    2 a run ended in infra_error, a task could not run, or the command was wrong; 130
+    interrupted (unfinished runs run again next time).
     """
-    if experiment is not None:
-        flags = (("--agent", agent), ("--task", task), ("--suite", suite))
-        given = [flag for flag, value in flags if value]
-        if given:
-            msg = f"--experiment describes the whole study; drop {', '.join(given)}"
-            raise _fail(ValueError(msg))
-        _run_experiment(
-            experiment,
-            runs_dir=runs_dir,
-            data_dir=data_dir,
-            dry_run=dry_run,
-            retry_failed=retry_failed,
-            kill_grace_s=kill_grace,
-            keep_data=keep_data,
-            wait=not no_wait,
-            poll_s=poll,
-        )
-        return
-    if agent is None:
-        raise _fail(ValueError("give --agent AGENT (or --experiment FILE)"))
-    from rexmle.agents.llm_launch import require_startable
-    from rexmle.agents.registry import load_agent
-    from rexmle.config import resolve_data_dir, resolve_runs_dir
-    from rexmle.llm.run_setup import plan_gateway
-    from rexmle.runner.batch import ensure_prepared, implemented_tasks, plan_runs, select_tasks
-    from rexmle.runner.sandbox import choose_sandbox
+    given = dict(locals())
+    study = {name: given[name] for name, role in RUN_OPTION_ROLES.items() if role == "study"}
+    settings_flags = {n: given[n] for n, role in RUN_OPTION_ROLES.items() if role == "settings"}
+    from rexmle.runner.executors import EXECUTORS, Invocation, plan
+    from rexmle.runner.experiment import load_experiment, preset_condition
+    from rexmle.runner.run_tables import print_dry_run, print_unresolved_dry_run
 
-    if executor not in ("local", "slurm"):
-        msg = f"executor {executor!r} is not available; use --executor local or slurm"
-        raise _fail(ValueError(msg))
-    if sandbox not in ("auto", "bwrap", "local", "docker", "apptainer"):
-        msg = f"unknown sandbox {sandbox!r}; use auto, bwrap, local, docker or apptainer"
-        raise _fail(ValueError(msg))
     try:
-        gpu_slots = _parse_gpus(gpus)
-        spec = load_agent(agent).with_overrides(
-            command=agent_cmd,
-            name=agent_name,
-            time_limit_s=time_limit,
-            network=network,
-            memory_limit_mb=memory_limit_mb,
-            env=agent_env,
-            model=model,
-            steps=steps,
-            step_timeout_s=step_timeout,
-        )
-        task_ids, suite_is_mini = select_tasks(task or [], suite)
-        use_mini = mini or suite_is_mini
-        data = resolve_data_dir(data_dir)
-        runs = resolve_runs_dir(runs_dir)
-        require_startable(spec, hidden=(data, runs))
-        runnable, left_out = implemented_tasks(task_ids, spec)
-        for task_id, why in left_out.items():
-            err.print(f"[yellow]{task_id}:[/] skipped, {why}", highlight=False)
-        with err.status("checking prepared data…"):
-            problems = ensure_prepared(runnable, data, mini=use_mini)
-        for task_id, why in problems.items():
-            err.print(f"[red]{task_id}:[/] skipped, {why}", highlight=False)
-        plan = plan_runs(
-            spec,
-            [t for t in runnable if t not in problems],
-            seeds=seeds,
-            time_limit_s=spec.time_limit_s,
-            mini=use_mini,
-            runs_dir=runs,
-            group=group,
-            retry_failed=retry_failed,
-        )
+        if experiment is not None:
+            conflicting = _given_study_flags(study)
+            if conflicting:
+                msg = (
+                    f"--experiment describes the whole study; drop {', '.join(conflicting)} "
+                    "(or write them into the experiment file)"
+                )
+                raise ValueError(msg)
+            chosen = load_experiment(experiment)
+            if condition is not None:
+                chosen = chosen.only_condition(condition)
+        else:
+            if agent is None:
+                msg = "give --agent AGENT (or --experiment FILE)"
+                raise ValueError(msg)
+            chosen = experiment_from_flags(study)
+            if condition is not None:
+                chosen = chosen.model_copy(update={"conditions": [preset_condition(condition)]})
+        kind = chosen.executor.kind
+        if kind != "slurm" and (no_wait or poll is not None):
+            wrong = [f for f, v in (("--no-wait", no_wait), ("--poll", poll)) if v]
+            msg = f"{', '.join(wrong)}: for the slurm executor only"
+            raise ValueError(msg)
+        settings = settings_from_flags(settings_flags, chosen)
+        recorded_name = chosen.name if experiment is not None else None
         if dry_run:
-            _print_dry_run([*plan.jobs, *plan.done], plan.jobs, gpus_per_run=min(1, len(gpu_slots)))
-            return
-        if executor == "slurm":
-            from rexmle.runner.executor_slurm import SlurmSettings
-            from rexmle.runner.experiment import SlurmResources
+            try:
+                batch = plan(
+                    chosen,
+                    settings,
+                    retry_failed=retry_failed,
+                    recorded_name=recorded_name,
+                    prepare=False,
+                )
+            except RexmleError as error:
+                if experiment is None:
+                    raise
+                from rexmle.runner.experiment import expand
 
-            settings = SlurmSettings(
-                resources=SlurmResources(extra_args=list(slurm_arg or [])),
-                gpus_per_run=1,
-                sandbox=sandbox,
-                data_dir=data,
-                runs_dir=runs,
-                kill_grace_s=kill_grace,
-                keep_data=keep_data,
-                job_name=f"rexmle-{group}",
-            )
-            jobs = [*plan.jobs, *plan.done]
-            _execute_slurm(
-                jobs,
-                settings,
-                retry_failed=retry_failed,
-                wait=not no_wait,
-                poll_s=poll,
-                had_problems=bool(problems),
-            )
+                print_unresolved_dry_run(chosen, expand(chosen), str(error))
+                return
+            print_dry_run(batch.all_jobs, batch.jobs, gpus_per_run=chosen.gpus_per_run)
             return
-        chosen = choose_sandbox(sandbox)  # type: ignore[arg-type]
-        llm_wanted = llm or llm_config is not None
-        gateway = plan_gateway(
-            spec,
-            llm_config,
-            every_run=llm_wanted,
-            budget_usd=llm_budget_usd,
-            max_calls_per_minute=llm_max_calls_per_minute,
-            log_path=runs / group / "llm_gateway.log",
-        )
+        with err.status("checking prepared data…"):
+            batch = plan(chosen, settings, retry_failed=retry_failed, recorded_name=recorded_name)
     except (RexmleError, ValueError, RuntimeError) as error:
         raise _fail(error) from error
-    if concurrency is None:
-        concurrency = max(1, len(gpu_slots))
-    _execute_local(
-        plan,
-        chosen,
-        runs_dir=runs,
-        data_dir=data,
-        where=runs / group,
-        concurrency=concurrency,
-        gpu_slots=gpu_slots,
-        kill_grace_s=kill_grace,
-        keep_data=keep_data,
-        had_problems=bool(problems),
-        as_json=as_json,
-        gateway=gateway,
-        llm_for_every_run=llm_wanted,
-        grade_memory_mb=grade_memory_mb,
-        validation_memory_mb=validation_memory_mb,
-    )
-
-
-def _execute_local(
-    plan: Plan,
-    chosen: Sandbox,
-    *,
-    runs_dir: Path,
-    data_dir: Path,
-    where: Path,
-    concurrency: int,
-    gpu_slots: list[str],
-    kill_grace_s: float,
-    keep_data: bool,
-    had_problems: bool,
-    as_json: bool = False,
-    gateway: Gateway | None = None,
-    llm_for_every_run: bool = False,
-    grade_memory_mb: int = DEFAULT_GRADE_MEMORY_BYTES >> 20,
-    validation_memory_mb: int = DEFAULT_VALIDATION_MEMORY_BYTES >> 20,
-) -> None:
-    """Run the plan's jobs in the local pool (with the LLM gateway when one is planned), print
-    the summary, exit by the exit-code rules.
-    """
-    from rexmle.llm.run_setup import running_gateway
-    from rexmle.runner.executor import RunOptions, run_jobs
-    from rexmle.tasks.parallel import default_workers
-
-    networks = {job.config.agent.network for job in plan.jobs} or {False}
-    for network in sorted(networks):
-        for warning in chosen.info(network=network).warnings:
-            err.print(f"[bold red]WARNING:[/] {warning}", highlight=False)
-    info = chosen.info(network=max(networks))
-    err.print(
-        f"{len(plan.jobs)} run(s) to do, {len(plan.done)} already done; sandbox {info.kind} "
-        f"({'isolated' if info.isolated else 'NOT isolated'}); runs in {where}",
-        highlight=False,
-        soft_wrap=True,
-    )
-    options = RunOptions(
-        runs_dir=runs_dir,
-        data_dir=data_dir,
-        sandbox=chosen,
-        kill_grace_s=kill_grace_s,
-        grade_workers=max(1, default_workers() // concurrency),
-        keep_data=keep_data,
-        llm_for_every_run=llm_for_every_run,
-        grade_memory_bytes=(grade_memory_mb << 20) or None,
-        validation_memory_bytes=(validation_memory_mb << 20) or None,
-    )
-    try:
-        with _interrupt_on_sigterm(), running_gateway(gateway, plan.jobs, err) as started:
-            options.gateway = started
-            records = run_jobs(
-                plan.jobs, options, concurrency=concurrency, gpus=gpu_slots, console=err
-            )
-    except RexmleError as error:
-        raise _fail(error) from error
-    except KeyboardInterrupt:
-        err.print("[bold red]interrupted:[/] unfinished runs will run again next time")
-        raise typer.Exit(EXIT_INTERRUPTED) from None
-    if as_json:
-        _print_records_json(plan.all_jobs)
-    else:
-        _print_summary(records)
-    if any(r.status == "infra_error" for r in records) or had_problems:
-        raise typer.Exit(2)
-
-
-def _print_records_json(jobs: list[RunJob]) -> None:
-    """Every run of the batch (this time's and those already done) as a JSON list of records."""
-    import json
-    import sys
-
-    from rexmle.runner.records import read_record
-
-    payload = []
-    for job in jobs:
-        record = read_record(job.folder)
-        if record is not None:
-            payload.append({"folder": str(job.folder), **record.model_dump(mode="json")})
-    sys.stdout.write(json.dumps(payload, indent=2) + "\n")
-
-
-def _runnable_jobs(jobs: list[RunJob], data_dir: Path) -> tuple[list[RunJob], bool]:
-    """``jobs`` without those whose task cannot run here (reasons printed); whether any could not.
-
-    The same filters as a run given by flags: the task is implemented (and has a baseline solver
-    for the baseline agent) and its data is prepared (mini data is prepared here).
-    """
-    from rexmle.runner.batch import ensure_prepared, implemented_tasks
-
-    skipped: dict[str, str] = {}
-    by_agent: dict[str, list[RunJob]] = {}
-    for job in jobs:
-        by_agent.setdefault(job.config.agent.id, []).append(job)
-    for agent_jobs in by_agent.values():
-        tasks = list(dict.fromkeys(j.config.task for j in agent_jobs))
-        _, left_out = implemented_tasks(tasks, agent_jobs[0].config.agent)
-        for task_id, why in left_out.items():
-            skipped.setdefault(f"{task_id} ({agent_jobs[0].config.agent.id})", why)
-    mini_kinds = {job.config.mini for job in jobs}
-    problems: dict[str, str] = {}
-    for mini in mini_kinds:
-        tasks = list(dict.fromkeys(j.config.task for j in jobs if j.config.mini == mini))
-        with err.status("checking prepared data…"):
-            problems.update(ensure_prepared(tasks, data_dir, mini=mini))
-    for what, why in skipped.items():
+    for what, why in batch.not_implemented.items():
         err.print(f"[yellow]{what}:[/] skipped, {why}", highlight=False)
-    for task_id, why in problems.items():
-        err.print(f"[red]{task_id}:[/] skipped, {why}", highlight=False)
-    kept = [
-        job
-        for job in jobs
-        if job.config.task not in problems
-        and f"{job.config.task} ({job.config.agent.id})" not in skipped
-    ]
-    return kept, bool(problems)
-
-
-def _run_experiment(
-    name_or_path: str,
-    *,
-    runs_dir: Path | None,
-    data_dir: Path | None,
-    dry_run: bool,
-    retry_failed: bool,
-    kill_grace_s: float,
-    keep_data: bool,
-    wait: bool,
-    poll_s: float,
-) -> None:
-    """``rexmle run --experiment FILE``: expand, plan, then dry-run or execute (see ``run``)."""
-    from rexmle.agents.llm_launch import require_startable
-    from rexmle.config import resolve_data_dir, resolve_runs_dir
-    from rexmle.runner.batch import split_done
-    from rexmle.runner.experiment import (
-        expand,
-        experiment_gateway,
-        experiment_jobs,
-        load_experiment,
-    )
-    from rexmle.runner.sandbox import choose_sandbox
-
+    for what, why in batch.not_prepared.items():
+        err.print(f"[red]{what}:[/] skipped, {why}", highlight=False)
+    how = Invocation(wait=not no_wait, poll_s=poll or 5.0, as_json=as_json)
     try:
-        study = load_experiment(name_or_path)
-        runs = resolve_runs_dir(runs_dir)
-        keys = expand(study)
-        try:
-            jobs = experiment_jobs(study, runs)
-        except RexmleError as error:
-            if not dry_run:
-                raise
-            _print_unresolved_dry_run(study, keys, str(error))
-            return
-        if dry_run:
-            plan = split_done(jobs, retry_failed=retry_failed)
-            _print_dry_run(jobs, plan.jobs, gpus_per_run=study.gpus_per_run)
-            return
-        data = resolve_data_dir(data_dir)
-        for spec in {job.config.agent.id: job.config.agent for job in jobs}.values():
-            require_startable(spec, hidden=(data, runs))
-        runnable, had_problems = _runnable_jobs(jobs, data)
-        if study.executor.kind == "slurm":
-            from rexmle.runner.executor_slurm import SlurmSettings
-
-            settings = SlurmSettings(
-                resources=study.executor.slurm,
-                gpus_per_run=study.gpus_per_run,
-                sandbox=study.sandbox,
-                data_dir=data,
-                runs_dir=runs,
-                kill_grace_s=kill_grace_s,
-                keep_data=keep_data,
-                job_name=f"rexmle-{study.name}",
-            )
-            _execute_slurm(
-                runnable,
-                settings,
-                retry_failed=retry_failed,
-                wait=wait,
-                poll_s=poll_s,
-                had_problems=had_problems,
-            )
-            return
-        plan = split_done(runnable, retry_failed=retry_failed)
-        chosen = choose_sandbox(study.sandbox)  # type: ignore[arg-type]
-        gateway = experiment_gateway(runnable)
+        code = EXECUTORS[kind](batch, settings, how, err)
     except (RexmleError, ValueError, RuntimeError) as error:
         raise _fail(error) from error
-    gpu_slots = list(study.executor.gpus)
-    _execute_local(
-        plan,
-        chosen,
-        runs_dir=runs,
-        data_dir=data,
-        where=runs,
-        concurrency=study.executor.concurrency or max(1, len(gpu_slots)),
-        gpu_slots=gpu_slots,
-        kill_grace_s=kill_grace_s,
-        keep_data=keep_data,
-        had_problems=had_problems,
-        gateway=gateway,
-    )
-
-
-def _execute_slurm(
-    jobs: list[RunJob],
-    settings: SlurmSettings,
-    *,
-    retry_failed: bool,
-    wait: bool,
-    poll_s: float,
-    had_problems: bool,
-) -> None:
-    """Submit the runs that must run and are not alive in Slurm; wait and report as they end.
-
-    Lost jobs (dead without a final record) are marked ``infra_error`` first, so they count as
-    failed (rerun with ``--retry-failed``).
-    """
-    from rexmle.runner.batch import split_done
-    from rexmle.runner.executor import describe_record
-    from rexmle.runner.executor_slurm import alive_folders, mark_lost_jobs, submit, wait_for_runs
-
-    for folder in mark_lost_jobs([job.folder for job in jobs]):
-        err.print(f"[red]lost:[/] {folder} (its Slurm job died; now infra_error)", highlight=False)
-    plan = split_done(jobs, retry_failed=retry_failed)
-    alive = alive_folders([job.folder for job in plan.jobs])
-    to_submit = [job for job in plan.jobs if job.folder not in alive]
-    err.print(
-        f"{len(to_submit)} run(s) to submit, {len(alive)} still queued or running in Slurm, "
-        f"{len(plan.done)} already done; runs in {settings.runs_dir}",
-        highlight=False,
-        soft_wrap=True,
-    )
-    if to_submit:
-        submission = submit(to_submit, settings)
-        err.print(
-            f"submitted array job(s) {', '.join(submission.array_ids)} "
-            f"({submission.seconds:.2f} s); batch files in {submission.batch_dir}",
-            highlight=False,
-            soft_wrap=True,
-        )
-    if not wait or not plan.jobs:
-        if had_problems:
-            raise typer.Exit(2)
-        return
-    labels = {job.config.run_id(): job.label for job in plan.jobs}
-    ended = [0]
-
-    def show(record: RunRecord) -> None:
-        ended[0] += 1
-        label = labels.get(record.run_id, record.run_id)
-        err.print(
-            f"[{ended[0]}/{len(labels)}] {label}: {describe_record(record, None)}", highlight=False
-        )
-
-    def warn_stuck(stuck: dict[str, str]) -> None:
-        shown = ", ".join(f"{job_id} ({why})" for job_id, why in sorted(stuck.items())[:5])
-        err.print(
-            f"[bold red]WARNING:[/] {len(stuck)} job(s) can never start as submitted: {shown}. "
-            "They ask for more than a node or partition has (CPUs, memory, GPUs or time): "
-            "`rexmle cancel RUNS_DIR`, then lower the resources (experiment `executor.slurm`, "
-            "or --slurm-arg=--cpus-per-task=N --slurm-arg=--mem=M).",
-            highlight=False,
-            soft_wrap=True,
-        )
-
-    try:
-        records = wait_for_runs(
-            [j.folder for j in plan.jobs], poll_s=poll_s, on_done=show, on_stuck=warn_stuck
-        )
-    except KeyboardInterrupt:
-        err.print(
-            "[bold red]interrupted:[/] the jobs keep running in Slurm; "
-            "`rexmle status RUNS_DIR` follows them, `rexmle cancel RUNS_DIR` stops them"
-        )
-        raise typer.Exit(EXIT_INTERRUPTED) from None
-    _print_summary(records)
-    if any(r.status == "infra_error" for r in records) or had_problems:
-        raise typer.Exit(2)
-    if any(r.status == "cancelled" for r in records):
-        err.print("[yellow]cancelled runs run again the next time[/]")
-        raise typer.Exit(1)
+    if code:
+        raise typer.Exit(code)
 
 
 def cancel(
     runs_dir: Annotated[Path, typer.Argument(help="Runs folder (or a group inside it).")],
 ) -> None:
-    """Cancel the Slurm jobs of the runs under RUNS_DIR: each run is recorded cancelled."""
+    """Cancel the Slurm jobs of the runs under RUNS_DIR, queued or running: each run is recorded
+    cancelled and runs again the next time.
+    """
     from rexmle.runner.executor_slurm import cancel_jobs
     from rexmle.runner.status import run_folders
 
     if not runs_dir.is_dir():
         raise _fail(ValueError(f"{runs_dir} is not a folder"))
     try:
-        job_ids = cancel_jobs(run_folders(runs_dir))
+        done = cancel_jobs(run_folders(runs_dir))
     except RexmleError as error:
         raise _fail(error) from error
-    out.print(f"signalled {len(job_ids)} job(s): {' '.join(job_ids) or '-'}", highlight=False)
-
-
-def _print_dry_run(jobs: list[RunJob], to_do: list[RunJob], *, gpus_per_run: int) -> None:
-    """The job table, the count, GPU-hours and the cost ceiling of ``jobs``."""
-    from rexmle.runner.experiment import dry_run_summary, models_of, uses_llm
-
-    pending = {job.folder for job in to_do}
-    table = Table(title="runs", box=box.SIMPLE_HEAD)
-    for column in ("condition", "agent", "model", "task", "seed", "hours", "run id", "state"):
-        table.add_column(column, no_wrap=True)
-    for job in jobs:
-        config = job.config
-        table.add_row(
-            config.condition or "-",
-            config.agent.id,
-            models_of(job),
-            config.task,
-            str(config.seed),
-            f"{config.time_limit_s / 3600:g}",
-            config.run_id(),
-            "to run" if job.folder in pending else "done",
-        )
-    out.print(table)
-    summary = dry_run_summary(jobs, gpus_per_run=gpus_per_run)
-    cost = (
-        f"cost ceiling ${summary.cost_ceiling_usd:,.2f} (sum of per-run LLM budgets)"
-        if summary.cost_ceiling_usd is not None
-        else f"no cost ceiling: {summary.runs_without_budget} LLM run(s) have no budget"
-    )
-    if not any(uses_llm(job) for job in jobs):
-        cost = "no LLM runs"
     out.print(
-        f"{summary.n_runs} runs ({len(to_do)} to run), {summary.gpus_per_run} GPU per run, "
-        f"{summary.gpu_hours:,.1f} GPU-hours at most; {cost}",
+        f"signalled {len(done.signalled)} running job(s): {' '.join(done.signalled) or '-'}; "
+        f"removed {len(done.removed)} queued job(s): {' '.join(done.removed) or '-'}",
         highlight=False,
         soft_wrap=True,
     )
-
-
-def _print_unresolved_dry_run(study: Experiment, keys: list[RunKey], problem: str) -> None:
-    """The job table of an experiment whose agents are not all declared here (no run ids)."""
-    from rexmle.runner.experiment import agent_folder, time_limit_of
-
-    table = Table(title="runs", box=box.SIMPLE_HEAD)
-    for column in ("condition", "agent", "model", "task", "seed", "hours"):
-        table.add_column(column, no_wrap=True)
-    hours = 0.0
-    unknown = 0
-    for key in keys:
-        limit = time_limit_of(study, key.condition)
-        if limit is None:
-            unknown += 1
-        else:
-            hours += study.gpus_per_run * limit / 3600.0
-        table.add_row(
-            key.condition or "-",
-            agent_folder(key.agent, key.model),
-            key.model or "-",
-            key.task,
-            str(key.seed),
-            "agent's" if limit is None else f"{limit / 3600:g}",
-        )
-    out.print(table)
-    budgets = {entry.agent: entry.budget_usd for entry in study.agents}
-    missing = sum(1 for k in keys if k.model is not None and budgets[k.agent] is None)
-    cost = (
-        f"cost ceiling ${sum(budgets[k.agent] or 0.0 for k in keys):,.2f}"
-        if not missing
-        else f"no cost ceiling: {missing} LLM run(s) have no budget"
-    )
-    extra = f" (+{unknown} run(s) at their agent's limit)" if unknown else ""
-    out.print(
-        f"{len(keys)} runs, {study.gpus_per_run} GPU per run, {hours:,.1f} GPU-hours at most"
-        f"{extra}; {cost}",
-        highlight=False,
-        soft_wrap=True,
-    )
-    err.print(f"[yellow]run ids unknown:[/] {problem}", highlight=False, soft_wrap=True)
 
 
 def status(
     runs_dir: Annotated[Path, typer.Argument(help="Runs folder (or a group inside it).")],
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
 ) -> None:
-    """Runs per status under RUNS_DIR, with an ETA for the unfinished ones."""
+    """Runs per status under RUNS_DIR, with an ETA for the unfinished ones.
+
+    Runs handed to Slurm are counted by what Slurm says of their jobs (a job cancelled in the
+    queue: cancelled; one that ended without a record: lost).
+    """
     import json
 
     from rexmle.runner.status import runs_status
 
     if not runs_dir.is_dir():
         raise _fail(ValueError(f"{runs_dir} is not a folder"))
-    state = runs_status(runs_dir)
+    from rexmle.runner.executor_slurm import SlurmError, job_states
+
+    def slurm_states(job_ids: list[str]) -> dict[str, str]:
+        try:
+            return job_states(job_ids)
+        except SlurmError as error:
+            err.print(f"[yellow]Slurm not asked:[/] {error}", highlight=False, soft_wrap=True)
+            return {job_id: "RUNNING" for job_id in job_ids}  # as the files say
+
+    state = runs_status(runs_dir, slurm_states)
     if as_json:
         out.print_json(json.dumps(state.as_json()))
         return
@@ -721,25 +448,6 @@ def _duration(seconds: float) -> str:
     return f"{hours}h{minutes:02d}m{secs:02d}s" if hours else f"{minutes}m{secs:02d}s"
 
 
-def _print_summary(records: list[RunRecord]) -> None:
-    if not records:
-        return
-    table = Table(title="runs")
-    for column in ("task", "agent", "seed", "status", "headline", "value", "percentile"):
-        table.add_column(column)
-    for record in records:
-        grade = record.grade
-        shown = ("-", "-", "-")
-        if grade is not None and grade.valid:
-            shown = (
-                grade.headline_key or "-",
-                f"{grade.headline_value:.4g}",
-                f"{grade.percentile:.3f}",
-            )
-        table.add_row(record.task, record.agent, str(record.seed), record.status, *shown)
-    out.print(table)
-
-
 def demo(
     demo_dir: Annotated[
         Path, typer.Option("--dir", help="Demo folder (data/, runs/, report files).")
@@ -760,7 +468,7 @@ def demo(
         msg = f"unknown sandbox {sandbox!r}; use auto, bwrap or local"
         raise _fail(ValueError(msg))
     try:
-        with _interrupt_on_sigterm():
+        with interrupt_on_sigterm():
             result = run_demo(
                 demo_dir,
                 tasks=task,

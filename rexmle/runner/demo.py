@@ -19,13 +19,13 @@ from pathlib import Path
 from rich.console import Console
 
 from rexmle.agents.dummy import copy_sample_submission
-from rexmle.agents.registry import load_agent
 from rexmle.errors import RexmleError
 from rexmle.report.render import MINI_BANNER
-from rexmle.runner.batch import ensure_prepared, implemented_tasks, plan_runs
-from rexmle.runner.executor import RunOptions, run_jobs
+from rexmle.runner.executors import EXECUTORS, EXIT_INTERRUPTED, Invocation, plan
+from rexmle.runner.experiment import AgentEntry, ExecutorSettings, Experiment
 from rexmle.runner.records import read_record
-from rexmle.runner.sandbox import SandboxKind, choose_sandbox
+from rexmle.runner.sandbox import SandboxKind
+from rexmle.runner.settings import RunSettings
 from rexmle.tasks.registry import all_tasks, get_task
 
 DEMO_GROUP = "demo"
@@ -135,35 +135,33 @@ def run_demo(
 ) -> DemoResult:
     """Prepare, run ``baseline``, grade and report (see the module docstring).
 
-    Runs already completed in ``demo_dir`` are reused (failed ones are retried).
+    Runs already completed in ``demo_dir`` are reused (failed ones are retried). The study is
+    an :class:`Experiment` run by the local executor, as ``rexmle run`` would.
     """
     console = console or Console(stderr=True)
     demo_dir = Path(demo_dir).resolve()
     data_dir, runs_dir = demo_dir / "data", demo_dir / "runs"
     task_ids = list(tasks) if tasks else list(all_tasks())
-    agent = load_agent("baseline").with_overrides(time_limit_s=time_limit_s)
-    runnable, left_out = implemented_tasks(task_ids, agent)
-    with console.status(f"preparing {len(runnable)} mini tasks in {data_dir}…"):
-        problems = ensure_prepared(runnable, data_dir, mini=True)
-    prepared = [t for t in runnable if t not in problems]
-    plan = plan_runs(
-        agent,
-        prepared,
-        seeds=1,
+    study = Experiment(
+        name=DEMO_GROUP,
+        agents=[AgentEntry(agent="baseline")],
+        tasks=task_ids,
+        seeds=[0],
         time_limit_s=time_limit_s,
+        gpus_per_run=0,
         mini=True,
-        runs_dir=runs_dir,
-        group=DEMO_GROUP,
-        retry_failed=True,
+        sandbox=sandbox,
+        executor=ExecutorSettings(kind="local", concurrency=concurrency),
     )
-    chosen = choose_sandbox(sandbox)
-    info = chosen.info(network=False)
-    for warning in info.warnings:
-        console.print(f"[bold red]WARNING:[/] {warning}", highlight=False)
-    options = RunOptions(runs_dir=runs_dir, data_dir=data_dir, sandbox=chosen, grade_workers=1)
-    run_jobs(plan.jobs, options, concurrency=concurrency, console=console)
+    settings = RunSettings(data_dir=data_dir, runs_dir=runs_dir, sandbox=sandbox, grade_workers=1)
+    with console.status(f"preparing {len(task_ids)} mini tasks in {data_dir}…"):
+        batch = plan(study, settings, retry_failed=True, recorded_name=None)
+    code = EXECUTORS[study.executor.kind](batch, settings, Invocation(summary=False), console)
+    if code == EXIT_INTERRUPTED:
+        raise KeyboardInterrupt
+    left_out, problems = batch.not_implemented, batch.not_prepared
     rows: list[DemoRow] = []
-    for job in plan.all_jobs:
+    for job in batch.all_jobs:
         spec = get_task(job.config.task)
         record = read_record(job.folder)
         grade = record.grade if record is not None else None

@@ -14,8 +14,10 @@ under its time limit -> copy of ``submission/`` -> grading in a separate process
 - ``budget_exceeded``: the LLM gateway refused the run's calls (budget spent or rate cap) and
   the harness stopped the agent; what ``submission/`` held then is graded. A gateway that
   exits during the run makes it an ``infra_error``.
-- ``cancelled``: the harness was stopped (Ctrl-C, SIGTERM, ``scancel --batch``) while the agent
-  ran; not final, the run runs again.
+- ``cancelled``: the harness was stopped (Ctrl-C, SIGTERM, a Slurm ``scancel``, preemption or
+  time-limit signal) while the agent ran or while it was graded; not final, the run runs again.
+  A stop signal sent to a whole Slurm job reaches the agent and the grader too: a child that
+  dies of it within a moment of the harness's stop is part of the stop, not a failure.
 
 The pool runs up to ``concurrency`` runs at once in threads (each run's work happens in child
 processes); with GPUs, each run holds one GPU slot and sees only it (CUDA_VISIBLE_DEVICES).
@@ -26,8 +28,8 @@ from __future__ import annotations
 import contextlib
 import queue
 import shutil
+import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -53,12 +55,9 @@ from rexmle.agents.registry import AgentSpec
 from rexmle.errors import RexmleError
 from rexmle.grading.report import GradeReport, read_grade_report
 from rexmle.llm.gateway import Gateway, RunLink, strip_provider_keys
+from rexmle.processes import stop_process_group
 from rexmle.runner.leftovers import SocketDir, remove_stale_socket_dirs
-from rexmle.runner.limits import (
-    DEFAULT_GRADE_MEMORY_BYTES,
-    DEFAULT_VALIDATION_MEMORY_BYTES,
-    limited_argv,
-)
+from rexmle.runner.limits import limited_argv, module_argv
 from rexmle.runner.records import (
     GradeSummary,
     RunConfig,
@@ -80,12 +79,9 @@ from rexmle.runner.sandbox import (
     SandboxResult,
     recorded_limits,
 )
+from rexmle.runner.settings import RunSettings
 from rexmle.runner.trees import strip_special_bits
-from rexmle.runner.validation_server import (
-    DEFAULT_MAX_REQUESTS_PER_MINUTE,
-    DEFAULT_MAX_UPLOAD_BYTES,
-    ValidationServer,
-)
+from rexmle.runner.validation_server import ValidationServer
 from rexmle.runner.workspace import agent_env, build_workspace, collect_submission, remove_tree
 
 EXIT_NOT_IMPLEMENTED = 3
@@ -94,6 +90,13 @@ GRADE_INVALID = 1
 HARNESS_PACKAGE_KINDS = frozenset({"baseline", "dummy", "llm"})
 """Agent kinds whose programs import ``rexmle`` (the sandbox mounts it only for them)."""
 GRADE_HARNESS_ERROR = 2
+GRADER_POLL_S = 0.2
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGKILL, signal.SIGHUP)
+STOP_EXIT_CODES = frozenset({-int(n) for n in STOP_SIGNALS} | {128 + int(n) for n in STOP_SIGNALS})
+"""Exit codes of a process killed by a stop signal (``-N`` from Python, ``128+N`` from a shell)."""
+STOP_SIGNAL_GRACE_S = 2.0
+"""How long a child's death by a stop signal waits for the harness's own stop (see
+:func:`_harness_stopped`)."""
 
 
 @dataclass(frozen=True)
@@ -114,27 +117,15 @@ class RunJob:
 
 @dataclass
 class RunOptions:
-    """Settings shared by the runs of one ``rexmle run``."""
+    """What the runs of one ``rexmle run`` share: the settings and the live objects."""
 
-    runs_dir: Path
-    data_dir: Path
+    settings: RunSettings
     sandbox: Sandbox
-    kill_grace_s: float = 5.0
-    grade_workers: int | None = None
-    grade_timeout_s: float = 6 * 3600.0
-    keep_data: bool = False
-    """Keep the workspace's data/ after the run (removed by default; the rest is kept)."""
-    grade_memory_bytes: int | None = DEFAULT_GRADE_MEMORY_BYTES
-    """Address-space limit of each grader process (None: no limit)."""
-    validation_memory_bytes: int | None = DEFAULT_VALIDATION_MEMORY_BYTES
-    """Address-space limit of each validation check (None: no limit)."""
-    max_upload_bytes: int = DEFAULT_MAX_UPLOAD_BYTES
-    max_requests_per_minute: int = DEFAULT_MAX_REQUESTS_PER_MINUTE
     cancel: threading.Event = field(default_factory=threading.Event)
+    """Set when the harness is stopped (Ctrl-C, SIGTERM, a Slurm signal): the runs end
+    ``cancelled``."""
     gateway: Gateway | None = None
     """The LLM gateway of this ``rexmle run``; runs that need LLMs get a token and a relay."""
-    llm_for_every_run: bool = False
-    """Give every run the gateway (``--llm-config``), not only agents that declare LLM use."""
     limits: SandboxLimits = field(default_factory=SandboxLimits)
     """tmpfs sizes, process limit and log caps of every agent (recorded in run.json)."""
 
@@ -147,45 +138,89 @@ GRADE_PARTIAL = "grade.json.partial"
 """The grader writes here; the harness renames it to grade.json once the exit code agrees."""
 
 
+class GradingStopped(Exception):
+    """The harness was stopped while the grader ran: the grader is killed, the run cancelled."""
+
+
+def _run_grader(argv: list[str], log_path: Path, options: RunOptions) -> int | None:
+    """Run the grader in a session of its own; its exit code, None when it ran out of time.
+
+    Its own session keeps a terminal's Ctrl-C away from it: the harness decides. When the
+    harness is stopped (``options.cancel``) the grader gets SIGTERM, then SIGKILL after the kill
+    grace, and :class:`GradingStopped` is raised.
+    """
+    deadline = time.monotonic() + options.settings.grade_timeout_s
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(
+            limited_argv(argv, memory_bytes=options.settings.grade_memory_bytes),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        try:
+            while True:
+                try:
+                    code = process.wait(timeout=GRADER_POLL_S)
+                except subprocess.TimeoutExpired:
+                    pass
+                else:
+                    if code != 0 and _harness_stopped(options, code):
+                        raise GradingStopped
+                    return code
+                if options.cancel.is_set():
+                    raise GradingStopped
+                if time.monotonic() >= deadline:
+                    return None
+        finally:
+            stop_process_group(process, options.settings.kill_grace_s)
+
+
+def _harness_stopped(options: RunOptions, exit_code: int | None) -> bool:
+    """Whether the harness was stopped: its cancel event is set, or is set within
+    :data:`STOP_SIGNAL_GRACE_S` after a child died of a stop signal.
+
+    A signal to a whole Slurm job (plain ``scancel``, preemption) reaches every process of the
+    job at once: the agent or grader may die of it a moment before the harness's own handler
+    runs. Such a death is the harness's stop, not the child's failure.
+    """
+    if options.cancel.is_set():
+        return True
+    if exit_code is None or exit_code not in STOP_EXIT_CODES:
+        return False
+    return options.cancel.wait(STOP_SIGNAL_GRACE_S)
+
+
 def _grade(job: RunJob, options: RunOptions, submission: Path) -> tuple[GradeSummary, str | None]:
     """Grade in a separate process; returns the summary and a harness problem (or None).
 
     The grader runs under its own memory limit and is killed when this process dies
     (:mod:`rexmle.runner.limits`). It writes ``grade.json.partial``; only this process renames it
     to ``grade.json``, after checking it, so a grader outliving its harness never writes a grade.
+
+    Raises:
+        GradingStopped: the harness was stopped while the grader ran.
     """
     grade_json = job.folder / "grade.json"
     partial = job.folder / GRADE_PARTIAL
     grade_json.unlink(missing_ok=True)
     partial.unlink(missing_ok=True)
     argv = [
-        sys.executable,
-        "-m",
-        "rexmle.cli",
+        *module_argv("rexmle.cli"),
         "grade",
         job.config.task,
         str(submission),
         "--data-dir",
-        str(options.data_dir),
+        str(options.settings.data_dir),
         "--json",
         str(partial),
     ]
-    if options.grade_workers is not None:
-        argv += ["--workers", str(options.grade_workers)]
-    with open(job.folder / "grade.log", "wb") as log:
-        try:
-            done = subprocess.run(
-                limited_argv(argv, memory_bytes=options.grade_memory_bytes),
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                timeout=options.grade_timeout_s,
-                check=False,
-            )
-        except subprocess.TimeoutExpired:
-            problem = f"grading took longer than {options.grade_timeout_s:g} s"
-            return GradeSummary(valid=False, grader_exit_code=None), problem
-    code = done.returncode
+    if options.settings.grade_workers is not None:
+        argv += ["--workers", str(options.settings.grade_workers)]
+    code = _run_grader(argv, job.folder / "grade.log", options)
+    if code is None:
+        problem = f"grading took longer than {options.settings.grade_timeout_s:g} s"
+        return GradeSummary(valid=False, grader_exit_code=None), problem
     report: GradeReport | None = None
     if partial.is_file():
         try:
@@ -222,7 +257,7 @@ def _write_overlays(job: RunJob, options: RunOptions, submission: Path) -> None:
     from rexmle.report.overlays import OVERLAY_DIR, write_overlays
     from rexmle.tasks.folders import task_dirs
 
-    gold = task_dirs(job.config.task, options.data_dir).gold
+    gold = task_dirs(job.config.task, options.settings.data_dir).gold
     try:
         write_overlays(job.config.task, submission, gold, job.folder)
     except (OSError, ValueError, KeyError, TypeError, IndexError, RexmleError) as error:
@@ -286,7 +321,7 @@ def _agent_status(result: SandboxResult, kind: str) -> tuple[RunStatus | None, s
 def _needs_gateway(job: RunJob, options: RunOptions) -> bool:
     spec = job.config.agent
     return options.gateway is not None and (
-        options.llm_for_every_run or spec.kind == "llm" or spec.llm_gateway
+        options.settings.llm_for_every_run or spec.kind == "llm" or spec.llm_gateway
     )
 
 
@@ -364,6 +399,7 @@ def _new_record(
         scheduler=scheduler,
         condition=config.condition,
         experiment=job.experiment,
+        settings=options.settings.recorded(),
     )
 
 
@@ -383,15 +419,15 @@ def _execute_locked(
     try:
         from rexmle.tasks.folders import require_prepared, task_dirs
 
-        dirs = task_dirs(config.task, options.data_dir)
+        dirs = task_dirs(config.task, options.settings.data_dir)
         require_prepared(config.task, dirs)
         server = ValidationServer(
             config.task,
-            data_dir=options.data_dir,
+            data_dir=options.settings.data_dir,
             socket_dir=socket_dir,
-            max_upload_bytes=options.max_upload_bytes,
-            max_requests_per_minute=options.max_requests_per_minute,
-            memory_bytes=options.validation_memory_bytes,
+            max_upload_bytes=options.settings.max_upload_bytes,
+            max_requests_per_minute=options.settings.max_requests_per_minute,
+            memory_bytes=options.settings.validation_memory_bytes,
         )
         with server:
             workspace = build_workspace(
@@ -401,8 +437,8 @@ def _execute_locked(
                 time_limit_s=config.time_limit_s,
                 validation={
                     "url": server.url,
-                    "max_upload_bytes": options.max_upload_bytes,
-                    "max_requests_per_minute": options.max_requests_per_minute,
+                    "max_upload_bytes": options.settings.max_upload_bytes,
+                    "max_requests_per_minute": options.settings.max_requests_per_minute,
                 },
                 data_mode="link" if options.sandbox.kind == "bwrap" else "copy",
             )
@@ -437,10 +473,10 @@ def _execute_locked(
                     time_limit_s=config.time_limit_s,
                     memory_limit_mb=config.agent.memory_limit_mb,
                     network=config.agent.network,
-                    hidden=(options.data_dir, options.runs_dir),
+                    hidden=(options.settings.data_dir, options.settings.runs_dir),
                     shared_writable=(socket_dir,),
                     relays=tuple(relays),
-                    kill_grace_s=options.kill_grace_s,
+                    kill_grace_s=options.settings.kill_grace_s,
                     cancel=options.cancel if link is None else link.stop,
                     limits=options.limits,
                     harness_package=config.agent.kind in HARNESS_PACKAGE_KINDS,
@@ -456,19 +492,15 @@ def _execute_locked(
         timings["agent"] = result.seconds
         record.exit_code = result.exit_code
         record.killed_processes = result.killed_processes
-        if result.cancelled and llm_stop is None and llm_failure is None:
-            record.status = "cancelled"
-            record.error = "cancelled: the harness was stopped; this run will run again"
-            record.finished_at = _now()
-            record.timings_s = {k: round(v, 3) for k, v in timings.items()}
-            write_record(job.folder, record)
-            return record
+        stopped = result.cancelled or _harness_stopped(options, result.exit_code)
+        if stopped and llm_stop is None:
+            return _write_cancelled(job, record, timings, started, "while the agent ran")
         record.submission_notes = collect_submission(
             workspace.submission, job.folder / "submission"
         )
         _collect_agent_output(workspace.root, job.folder)
         remove_tree(workspace.submission)
-        if not options.keep_data:
+        if not options.settings.keep_data:
             remove_tree(workspace.data)
         status, note = _agent_status(result, config.agent.kind)
         if llm_stop is not None:
@@ -478,7 +510,10 @@ def _execute_locked(
         has_csv = (job.folder / "submission" / "submission.csv").exists()
         if status != "infra_error" and (status is None or has_csv):
             grade_started = time.perf_counter()
-            record.grade, problem = _grade(job, options, job.folder / "submission")
+            try:
+                record.grade, problem = _grade(job, options, job.folder / "submission")
+            except GradingStopped:
+                return _write_cancelled(job, record, timings, started, "while grading")
             timings["grade"] = time.perf_counter() - grade_started
             if problem is None and record.grade.valid:
                 _write_overlays(job, options, job.folder / "submission")
@@ -489,15 +524,34 @@ def _execute_locked(
         record.status = status or "completed"
         record.error = note
     except (OSError, RexmleError, subprocess.SubprocessError) as error:
+        if options.cancel.is_set():  # a helper died of the stop signal the harness also got
+            return _write_cancelled(job, record, timings, started, f"({type(error).__name__})")
         record.status = "infra_error"
         record.error = f"{type(error).__name__}: {error}"
     finally:
         claimed_socket_dir.release()
+    return _finish(job, record, timings, started)
+
+
+def _finish(job: RunJob, record: RunRecord, timings: dict[str, float], started: float) -> RunRecord:
+    """Write the run's last record (total time, end time) and return it."""
     timings["total"] = time.perf_counter() - started
     record.timings_s = {k: round(v, 3) for k, v in timings.items()}
     record.finished_at = _now()
     write_record(job.folder, record)
     return record
+
+
+def _write_cancelled(
+    job: RunJob, record: RunRecord, timings: dict[str, float], started: float, when: str
+) -> RunRecord:
+    """Record the run ``cancelled``: the harness was stopped (it runs again; no grade kept)."""
+    record.status = "cancelled"
+    record.grade = None
+    record.error = f"cancelled {when}: the harness was stopped; this run will run again"
+    (job.folder / "grade.json").unlink(missing_ok=True)
+    (job.folder / GRADE_PARTIAL).unlink(missing_ok=True)
+    return _finish(job, record, timings, started)
 
 
 def describe_record(record: RunRecord, folder: Path | None = None) -> str:

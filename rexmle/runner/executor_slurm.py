@@ -3,9 +3,11 @@
 Submission writes a batch folder ``<runs>/.slurm/<batch>/`` holding ``batch.json`` (every run's
 config, group and folder plus the shared settings, as plain JSON: nothing pickled) and the
 ``sbatch`` script, then submits one array job per distinct time limit (``--array=0-N%max``).
-Each array task runs ``python -m rexmle.runner.executor_slurm_node BATCH_DIR`` with the
+Each array task runs ``python -P -m rexmle.runner.executor_slurm_node BATCH_DIR`` with the
 submitting interpreter (its venv, the data dir and the runs dir must be on storage the nodes
-share); that entry point rebuilds the settings and calls the same
+share). ``batch.json`` holds the whole :class:`~rexmle.runner.settings.RunSettings` (the LLM config
+file is copied into the batch folder and the copy is named there); the node reads it back whole
+and calls the same
 :func:`rexmle.runner.executor.execute_run` as the local executor, so ``run.json`` stays the
 source of truth and grading stays a separate process after the agent ends.
 
@@ -19,14 +21,19 @@ Each run folder gets ``scheduled.json`` (the job id ``<array>_<index>``) at subm
 - resume never resubmits a run whose job is still alive (pending, running, ...);
 - a job that is no longer alive while its run has no final record (killed, node lost, out of
   memory) is *lost*: its record is written ``infra_error`` with the job's last known state;
-- :func:`cancel_jobs` sends ``scancel --batch --signal=TERM``: only the harness gets SIGTERM,
-  stops its agent and records the run ``cancelled`` (not final: it runs again).
+- :func:`cancel_jobs` cancels a pending job in the queue (and records its run ``cancelled``) and
+  sends a running one ``scancel --batch --signal=TERM``: only the harness gets SIGTERM, stops
+  its agent or grader and records the run ``cancelled`` (not final: it runs again). A plain
+  ``scancel``, preemption or the time-limit signal are recorded ``cancelled`` as well (see
+  :mod:`rexmle.runner.executor`); with ``--requeue`` a requeued job runs its run again and
+  ``run.json`` counts the restarts (``scheduler.restart_count``).
 """
 
 from __future__ import annotations
 
 import json
 import math
+import shlex
 import shutil
 import subprocess
 import sys
@@ -39,32 +46,19 @@ from pathlib import Path
 from rexmle.errors import RexmleError
 from rexmle.runner.executor import RunJob
 from rexmle.runner.experiment import SlurmResources
+from rexmle.runner.limits import module_argv
 from rexmle.runner.records import (
     FINAL_STATUSES,
     RunRecord,
+    RunStatus,
     SchedulerRecord,
     read_record,
     write_record,
 )
-from rexmle.runner.status import SCHEDULED_JSON
+from rexmle.runner.settings import RunSettings
+from rexmle.runner.status import ALIVE_JOB_STATES, SCHEDULED_JSON, scheduled_job
 
-ALIVE_STATES = frozenset(
-    {
-        "PENDING",
-        "RUNNING",
-        "CONFIGURING",
-        "COMPLETING",
-        "SUSPENDED",
-        "REQUEUED",
-        "REQUEUE_HOLD",
-        "REQUEUE_FED",
-        "RESIZING",
-        "SIGNALING",
-        "STAGE_OUT",
-        "STOPPED",
-    }
-)
-"""Slurm job states in which the job may still run (or is running) its run."""
+ALIVE_STATES = ALIVE_JOB_STATES
 COMMAND_TIMEOUT_S = 60.0
 """Every Slurm client call is bounded: ``sinfo``/``squeue`` hang when slurmctld is down."""
 BATCH_JSON = "batch.json"
@@ -76,18 +70,17 @@ class SlurmError(RexmleError):
     """A Slurm command failed or is missing; the message holds its output."""
 
 
+LLM_CONFIG_COPY = "llm_config.yaml"
+"""The batch folder's copy of the LLM config file (the node reads this one)."""
+
+
 @dataclass(frozen=True)
 class SlurmSettings:
-    """What every array task of a submission shares."""
+    """What every array task of a submission shares: the resources and the run settings."""
 
     resources: SlurmResources
     gpus_per_run: int
-    sandbox: str
-    data_dir: Path
-    runs_dir: Path
-    kill_grace_s: float = 5.0
-    keep_data: bool = False
-    grade_workers: int | None = None
+    run: RunSettings
     python: str = sys.executable
     job_name: str = "rexmle"
 
@@ -153,24 +146,22 @@ def sbatch_options(
 
 
 def batch_script(settings: SlurmSettings, part_dir: Path) -> str:
-    """The array job's script: the harness replaces the batch shell (so it gets the signals)."""
+    """The array job's script: the harness replaces the batch shell (so it gets the signals).
+
+    ``-P`` (:func:`~rexmle.runner.limits.module_argv`): the job's working folder (where
+    ``sbatch`` ran) never shadows the installed package.
+    """
+    argv = [*module_argv("rexmle.runner.executor_slurm_node", settings.python), str(part_dir)]
     return (
         "#!/bin/sh\n"
         "# one rexmle run per array task; see rexmle/runner/executor_slurm.py\n"
-        f"exec {settings.python} -m rexmle.runner.executor_slurm_node {part_dir}\n"
+        f"exec {shlex.join(argv)}\n"
     )
 
 
-def _batch_payload(jobs: Sequence[RunJob], settings: SlurmSettings) -> dict[str, object]:
+def _batch_payload(jobs: Sequence[RunJob], run: RunSettings) -> dict[str, object]:
     return {
-        "settings": {
-            "sandbox": settings.sandbox,
-            "data_dir": str(settings.data_dir),
-            "runs_dir": str(settings.runs_dir),
-            "kill_grace_s": settings.kill_grace_s,
-            "keep_data": settings.keep_data,
-            "grade_workers": settings.grade_workers,
-        },
+        "settings": run.model_dump(mode="json"),
         "jobs": [
             {
                 "config": job.config.model_dump(mode="json"),
@@ -206,7 +197,13 @@ def submit(
     """
     started = time.perf_counter()
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
-    batch_dir = settings.runs_dir / ".slurm" / stamp
+    batch_dir = settings.run.runs_dir / ".slurm" / stamp
+    batch_dir.mkdir(parents=True)
+    run = settings.run
+    if run.llm_config is not None:  # the node reads the copy: later edits change no running job
+        copy = batch_dir / LLM_CONFIG_COPY
+        shutil.copyfile(run.llm_config, copy)
+        run = run.model_copy(update={"llm_config": copy})
     by_limit: dict[float, list[RunJob]] = {}
     for job in jobs:
         by_limit.setdefault(job.config.time_limit_s, []).append(job)
@@ -216,7 +213,7 @@ def submit(
         part_dir = batch_dir / f"part-{part}"
         part_dir.mkdir(parents=True)
         (part_dir / BATCH_JSON).write_text(
-            json.dumps(_batch_payload(part_jobs, settings), indent=1), encoding="utf-8"
+            json.dumps(_batch_payload(part_jobs, run), indent=1), encoding="utf-8"
         )
         script = part_dir / "job.sh"
         script.write_text(batch_script(settings, part_dir), encoding="utf-8")
@@ -247,17 +244,6 @@ def submit(
                 encoding="utf-8",
             )
     return Submission(batch_dir, array_ids, job_ids, time.perf_counter() - started)
-
-
-def scheduled_job(folder: Path) -> str | None:
-    """The Slurm job id written into ``folder`` at submission, or None."""
-    path = folder / SCHEDULED_JSON
-    if not path.is_file():
-        return None
-    try:
-        return str(json.loads(path.read_text(encoding="utf-8"))["job_id"])
-    except (ValueError, KeyError, OSError):
-        return None
 
 
 def job_states(job_ids: Iterable[str], *, env: dict[str, str] | None = None) -> dict[str, str]:
@@ -313,13 +299,20 @@ def mark_lost_jobs(folders: Iterable[Path], *, env: dict[str, str] | None = None
 
 
 def _write_lost(folder: Path, job_id: str, state: str | None, record: RunRecord | None) -> None:
-    from rexmle.runner.records import RunConfig
-
     known = state or "no longer known to the controller"
     why = (
         f"the Slurm job {job_id} ended ({known}) without writing a final record: the job was "
         "killed, ran out of memory or time, or lost its node; see the job's slurm-*.out"
     )
+    _write_ended(folder, job_id, "infra_error", why, record)
+
+
+def _write_ended(
+    folder: Path, job_id: str, status: RunStatus, why: str, record: RunRecord | None
+) -> None:
+    """Write the record of a run whose job ended without writing one (built from batch.json)."""
+    from rexmle.runner.records import RunConfig
+
     now = datetime.now(UTC).isoformat(timespec="seconds")
     if record is None:
         batch = Path(json.loads((folder / SCHEDULED_JSON).read_text(encoding="utf-8"))["batch"])
@@ -332,13 +325,14 @@ def _write_lost(folder: Path, job_id: str, state: str | None, record: RunRecord 
             task=config.task,
             agent=config.agent.id,
             seed=config.seed,
-            status="infra_error",
+            status=status,
             config=config,
             started_at=now,
             condition=config.condition,
             experiment=entry["experiment"],
+            settings=RunSettings.model_validate(payload["settings"]).recorded(),
         )
-    record.status = "infra_error"
+    record.status = status
     record.error = why
     record.finished_at = now
     if record.scheduler is None:
@@ -356,18 +350,50 @@ def alive_folders(folders: Iterable[Path], *, env: dict[str, str] | None = None)
     return {folder for folder, job_id in known.items() if states.get(job_id) in ALIVE_STATES}
 
 
-def cancel_jobs(folders: Iterable[Path], *, env: dict[str, str] | None = None) -> list[str]:
-    """``scancel --batch --signal=TERM`` the alive jobs of ``folders``; the job ids signalled.
+PENDING_STATES = frozenset({"PENDING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED"})
+"""Alive states in which no harness runs yet (``scancel --batch`` never answers for them)."""
 
-    Only the batch shell (the harness) gets SIGTERM: it stops the agent itself and records the
-    run ``cancelled``, so the run is not blamed on the agent and runs again.
+
+@dataclass(frozen=True)
+class Cancelled:
+    """What :func:`cancel_jobs` did: running jobs signalled, pending jobs removed."""
+
+    signalled: list[str]
+    """Running jobs whose harness got SIGTERM (it records its run ``cancelled``)."""
+    removed: list[str]
+    """Pending jobs cancelled in the queue (their runs recorded ``cancelled`` here)."""
+
+
+def cancel_jobs(folders: Iterable[Path], *, env: dict[str, str] | None = None) -> Cancelled:
+    """Cancel the alive jobs of ``folders``: pending and running ones alike, never hanging.
+
+    A pending job is cancelled in the queue (``scancel --state=PENDING``, which leaves a job that
+    started meanwhile alone) and its run is recorded ``cancelled`` here, as no harness will.
+    A running job gets ``scancel --batch --signal=TERM``: only its harness gets SIGTERM, stops
+    the agent or grader and records the run ``cancelled``. Cancelled runs run again.
     """
-    folder_list = list(folders)
-    alive = alive_folders(folder_list, env=env)
-    job_ids = sorted(job_id for f in alive if (job_id := scheduled_job(f)) is not None)
-    if job_ids:
-        _slurm(["scancel", "--batch", "--signal=TERM", *job_ids], env=env)
-    return job_ids
+    scheduled = {f: job_id for f in folders if (job_id := scheduled_job(f)) is not None}
+    states = job_states(scheduled.values(), env=env)
+    alive = {f: j for f, j in scheduled.items() if states.get(j) in ALIVE_STATES}
+    pending = {f: j for f, j in alive.items() if states.get(j) in PENDING_STATES}
+    running = {f: j for f, j in alive.items() if f not in pending}
+    removed: list[str] = []
+    if pending:
+        _slurm(["scancel", "--state=PENDING", *sorted(pending.values())], env=env)
+        after = job_states(pending.values(), env=env)
+        for folder, job_id in pending.items():
+            if after.get(job_id) in ALIVE_STATES:  # it started in between: signal its harness
+                running[folder] = job_id
+                continue
+            removed.append(job_id)
+            record = read_record(folder)
+            if _needs_attention(record, job_id):
+                why = f"cancelled while queued (Slurm job {job_id}); this run will run again"
+                _write_ended(folder, job_id, "cancelled", why, record)
+    signalled = sorted(running.values())
+    if signalled:
+        _slurm(["scancel", "--batch", "--signal=TERM", *signalled], env=env)
+    return Cancelled(signalled=signalled, removed=sorted(removed))
 
 
 STUCK_REASONS = frozenset(
@@ -407,20 +433,23 @@ def wait_for_runs(
     ended: dict[Path, RunRecord] = {}
     warned = False
     while len(ended) < len(folders):
-        mark_lost_jobs([f for f in folders if f not in ended], env=env)
+        left = [f for f in folders if f not in ended]
+        mark_lost_jobs(left, env=env)
         if not warned and on_stuck is not None:
-            ids = [job_id for f in folders if f not in ended and (job_id := scheduled_job(f))]
+            ids = [job_id for f in left if (job_id := scheduled_job(f))]
             stuck = stuck_jobs(ids, env=env)
             if stuck:
                 on_stuck(stuck)
                 warned = True
-        for folder in folders:
-            if folder in ended:
-                continue
+        requeued = alive_folders(
+            [f for f in left if (r := read_record(f)) is not None and r.status == "cancelled"],
+            env=env,
+        )
+        for folder in left:
             record = read_record(folder)
-            if record is not None and (
-                record.status in FINAL_STATUSES or record.status == "cancelled"
-            ):
+            if record is None or folder in requeued:  # requeued: it runs again in this job
+                continue
+            if record.status in FINAL_STATUSES or record.status == "cancelled":
                 ended[folder] = record
                 if on_done is not None:
                     on_done(record)

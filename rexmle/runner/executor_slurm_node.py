@@ -1,16 +1,20 @@
-"""The node side of the Slurm executor: ``python -m rexmle.runner.executor_slurm_node PART_DIR``.
+"""The node side of the Slurm executor: ``python -P -m rexmle.runner.executor_slurm_node PART_DIR``.
 
 Started by an array task's batch script (it replaces the batch shell, so it receives
 ``--signal=B:TERM`` and ``scancel --batch``). Reads ``PART_DIR/batch.json`` (plain JSON written at
-submission), picks the run of ``$SLURM_ARRAY_TASK_ID``, rebuilds the run settings and calls
-:func:`rexmle.runner.executor.execute_run`, the same code as the local executor. SIGTERM stops the
-agent and the run is recorded ``cancelled`` (it runs again). An LLM agent's run gets its own LLM
-gateway on the node (the built-in LLM config, the run's budget; provider keys from the job's
-environment). The GPUs are the ones Slurm gave the
-job (``CUDA_VISIBLE_DEVICES``); the job id (``<array>_<index>``) and node go into run.json.
+submission): the run of ``$SLURM_ARRAY_TASK_ID`` and the whole
+:class:`~rexmle.runner.settings.RunSettings` of the submission (sandbox kind, kill grace, grading
+and validation limits, validation caps, the LLM config file copied into the batch folder, budget
+and rate cap), then calls :func:`rexmle.runner.executor.execute_run`, the same code as the local
+executor. SIGTERM or SIGINT, to the harness alone or to the whole job (plain ``scancel``,
+preemption, the time-limit signal), stops the agent or the grader and the run is recorded
+``cancelled`` (it runs again). A run that needs LLMs gets its own gateway on the node, built from
+the same settings (provider keys from the job's environment). The GPUs are the ones Slurm gave the
+job (``CUDA_VISIBLE_DEVICES``); the job id (``<array>_<index>``), node and restart count
+(``SLURM_RESTART_COUNT``, after a requeue) go into run.json.
 
 Exit status: 0 when the run ended with a result or was cancelled, 1 on ``infra_error``, 2 when the
-batch file or the Slurm variables are unusable.
+batch file or the Slurm variables are unusable, or the gateway cannot start.
 """
 
 from __future__ import annotations
@@ -22,32 +26,41 @@ import sys
 from pathlib import Path
 from types import FrameType
 
+from pydantic import ValidationError
+
 from rexmle.runner.executor import RunJob, RunOptions, execute_run
 from rexmle.runner.executor_slurm import BATCH_JSON
 from rexmle.runner.records import RunConfig, SchedulerRecord
+from rexmle.runner.settings import RunSettings
 
 
-def _job_from(part_dir: Path, index: int) -> tuple[RunJob, RunOptions]:
-    from rexmle.runner.sandbox import choose_sandbox
+def read_batch_entry(part_dir: Path, index: int) -> tuple[RunJob, RunSettings]:
+    """The run of array task ``index`` and the submission's settings, from ``batch.json``.
 
+    Raises:
+        OSError, ValueError, KeyError, IndexError: the file is missing or not a batch file.
+    """
     payload = json.loads((part_dir / BATCH_JSON).read_text(encoding="utf-8"))
     entry = payload["jobs"][index]
-    settings = payload["settings"]
     job = RunJob(
         config=RunConfig.model_validate(entry["config"]),
         group=entry["group"],
         folder=Path(entry["folder"]),
         experiment=entry["experiment"],
     )
-    options = RunOptions(
-        runs_dir=Path(settings["runs_dir"]),
-        data_dir=Path(settings["data_dir"]),
-        sandbox=choose_sandbox(settings["sandbox"]),
-        kill_grace_s=float(settings["kill_grace_s"]),
-        grade_workers=settings["grade_workers"],
-        keep_data=bool(settings["keep_data"]),
+    return job, RunSettings.model_validate(payload["settings"])
+
+
+def scheduler_record(index: str) -> SchedulerRecord:
+    """Where Slurm runs this array task: job id, node, GPUs and restart count."""
+    array_id = os.environ.get("SLURM_ARRAY_JOB_ID") or os.environ.get("SLURM_JOB_ID", "?")
+    return SchedulerRecord(
+        kind="slurm",
+        job_id=f"{array_id}_{index}",
+        node=os.environ.get("SLURMD_NODENAME"),
+        gpus=os.environ.get("CUDA_VISIBLE_DEVICES") or None,
+        restart_count=int(os.environ.get("SLURM_RESTART_COUNT") or 0),
     )
-    return job, options
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -61,9 +74,22 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     try:
-        job, options = _job_from(Path(args[0]), int(index_text))
-    except (OSError, ValueError, KeyError, IndexError, RuntimeError) as error:
+        job, settings = read_batch_entry(Path(args[0]), int(index_text))
+    except (OSError, ValueError, KeyError, IndexError, ValidationError) as error:
         sys.stderr.write(f"cannot read the run of array task {index_text}: {error}\n")
+        return 2
+    from rich.console import Console
+
+    from rexmle.errors import RexmleError
+    from rexmle.llm.run_setup import running_gateway
+    from rexmle.runner.executors import batch_gateway
+    from rexmle.runner.sandbox import choose_sandbox
+
+    try:
+        options = RunOptions(settings=settings, sandbox=choose_sandbox(settings.sandbox))
+        gateway = batch_gateway([job], settings)
+    except (RexmleError, RuntimeError) as error:
+        sys.stderr.write(f"the run cannot start on this node: {error}\n")
         return 2
 
     def stop(_signum: int, _frame: FrameType | None) -> None:
@@ -71,24 +97,11 @@ def main(argv: list[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-    array_id = os.environ.get("SLURM_ARRAY_JOB_ID") or os.environ.get("SLURM_JOB_ID", "?")
-    gpus = os.environ.get("CUDA_VISIBLE_DEVICES") or None
-    scheduler = SchedulerRecord(
-        kind="slurm",
-        job_id=f"{array_id}_{index_text}",
-        node=os.environ.get("SLURMD_NODENAME"),
-        gpus=gpus,
-    )
-    from rich.console import Console
-
-    from rexmle.errors import RexmleError
-    from rexmle.llm.run_setup import plan_gateway, running_gateway
-
+    scheduler = scheduler_record(index_text)
     try:
-        gateway = plan_gateway(job.config.agent, None, every_run=False)
         with running_gateway(gateway, [job], Console(stderr=True)) as started:
             options.gateway = started
-            record = execute_run(job, options, gpu=gpus, scheduler=scheduler)
+            record = execute_run(job, options, gpu=scheduler.gpus, scheduler=scheduler)
     except RexmleError as error:
         sys.stderr.write(f"the LLM gateway could not start: {error}\n")
         return 2

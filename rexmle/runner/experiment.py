@@ -43,7 +43,6 @@ from rexmle.errors import SpecError
 
 if TYPE_CHECKING:
     from rexmle.agents.registry import AgentSpec
-    from rexmle.llm.gateway import Gateway
     from rexmle.runner.executor import RunJob
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
@@ -67,6 +66,16 @@ class AgentEntry(_Strict):
     """LLM spending cap of one run, in US dollars."""
     memory_limit_mb: int | None = Field(default=None, gt=0)
     network: bool | None = None
+    command: str | None = None
+    """The shell command of a ``command`` agent (``--agent-cmd``)."""
+    name: str | None = None
+    """The agent's folder name (``--agent-name``)."""
+    env: list[str] = []
+    """Host variables passed into the sandbox (``--agent-env``)."""
+    steps: int | None = Field(default=None, gt=0)
+    """LLM agents: search steps or loops (``--steps``)."""
+    step_timeout_s: float | None = Field(default=None, gt=0)
+    """LLM agents: seconds per script (``--step-timeout``)."""
 
     @model_validator(mode="after")
     def _distinct_models(self) -> AgentEntry:
@@ -77,9 +86,18 @@ class AgentEntry(_Strict):
 
 
 class Condition(_Strict):
-    """A named variant of the study: its overrides apply to every run of it."""
+    """A named variant of the study: its overrides apply to every run of it.
+
+    Its runs live in ``<group>-<name>`` and carry ``condition: <name>`` in their config (so in
+    their run id). Each field is one override, None meaning "as the study says"; a new kind of
+    override is a new optional field here plus its use in :func:`resolve_agents` (it then reaches
+    every run through the agent declaration or the run config, like the ones below).
+    ``rexmle run --condition NAME`` runs one condition of an experiment, or applies a shipped
+    preset's condition to a run given by flags.
+    """
 
     name: str = Field(pattern=NAME_PATTERN)
+    description: str = ""
     time_limit_s: float | None = Field(default=None, gt=0)
     network: bool | None = None
     memory_limit_mb: int | None = Field(default=None, gt=0)
@@ -159,6 +177,43 @@ class Experiment(_Strict):
     def base_group(self) -> str:
         """The runs sub-folder before any condition suffix."""
         return self.group or self.name
+
+    def only_condition(self, name: str) -> Experiment:
+        """The same study reduced to its condition ``name``.
+
+        Raises:
+            SpecError: the experiment has no condition of that name (the message lists them).
+        """
+        chosen = _condition(self, name)
+        if chosen is None:
+            known = ", ".join(c.name for c in self.conditions) or "none"
+            msg = f"experiment {self.name!r} has no condition {name!r} (its conditions: {known})"
+            raise SpecError(msg)
+        return self.model_copy(update={"conditions": [chosen]})
+
+
+def preset_condition(name: str) -> Condition:
+    """The condition ``name`` of a shipped preset (for ``rexmle run --condition`` with flags).
+
+    Raises:
+        SpecError: no preset declares it, or two declare different ones of that name.
+    """
+    found = {
+        preset: chosen
+        for preset in PRESETS
+        if (chosen := _condition(load_experiment(preset), name)) is not None
+    }
+    if len({c.model_dump_json() for c in found.values()}) > 1:
+        msg = f"condition {name!r} differs between presets {', '.join(found)}: use --experiment"
+        raise SpecError(msg)
+    if not found:
+        known = sorted({c.name for p in PRESETS for c in load_experiment(p).conditions})
+        msg = (
+            f"no preset declares a condition {name!r} (preset conditions: "
+            f"{', '.join(known) or 'none'}); for your own, write an experiment file"
+        )
+        raise SpecError(msg)
+    return next(iter(found.values()))
 
 
 @dataclass(frozen=True)
@@ -283,7 +338,12 @@ def resolve_agents(experiment: Experiment) -> dict[tuple[str | None, str, str | 
                 memory = chosen.memory_limit_mb or memory
             for model in _models_or_default(entry):
                 resolved[(condition, entry.agent, model)] = base.with_overrides(
+                    command=entry.command,
+                    name=entry.name,
+                    env=entry.env or None,
                     model=model,
+                    steps=entry.steps,
+                    step_timeout_s=entry.step_timeout_s,
                     time_limit_s=time_limit_of(experiment, condition),
                     network=network,
                     memory_limit_mb=memory,
@@ -291,8 +351,17 @@ def resolve_agents(experiment: Experiment) -> dict[tuple[str | None, str, str | 
     return resolved
 
 
-def experiment_jobs(experiment: Experiment, runs_dir: Path) -> list[RunJob]:
+def experiment_jobs(
+    experiment: Experiment,
+    runs_dir: Path,
+    keys: Sequence[RunKey] | None = None,
+    *,
+    recorded_name: str | None = None,
+) -> list[RunJob]:
     """Every run of the experiment as a job (config, group, folder), in expansion order.
+
+    ``keys``: the expansion, when the caller has it already. ``recorded_name``: the name
+    ``run.json`` gives as ``experiment`` (the file's name; None for a study given by flags).
 
     Raises:
         SpecError: an unknown task or agent.
@@ -303,7 +372,7 @@ def experiment_jobs(experiment: Experiment, runs_dir: Path) -> list[RunJob]:
     budgets = {entry.agent: entry.budget_usd for entry in experiment.agents}
     mini = uses_mini_data(experiment)
     jobs: list[RunJob] = []
-    for key in expand(experiment):
+    for key in expand(experiment) if keys is None else keys:
         spec = agents[(key.condition, key.agent, key.model)]
         jobs.append(
             make_job(
@@ -316,7 +385,7 @@ def experiment_jobs(experiment: Experiment, runs_dir: Path) -> list[RunJob]:
                 group=group_of(experiment, key.condition),
                 llm_budget_usd=budgets[key.agent],
                 condition=key.condition,
-                experiment=experiment.name,
+                experiment=recorded_name,
             )
         )
     return jobs
@@ -362,21 +431,3 @@ def models_of(job: RunJob) -> str:
     if llm is None:
         return "-"
     return ",".join(dict.fromkeys(llm.models.values()))
-
-
-def experiment_gateway(jobs: Sequence[RunJob]) -> Gateway | None:
-    """The (not started) LLM gateway the runs need, or None when no run calls an LLM.
-
-    Each run's ``budget_usd`` travels in its config (``llm_budget_usd``) and is its budget in the
-    gateway; runs without one get the LLM config's.
-
-    Raises:
-        SpecError: an invalid LLM config, or an agent passing provider keys into its sandbox.
-    """
-    from rexmle.llm.run_setup import plan_gateway
-
-    gateway: Gateway | None = None
-    for spec in {job.config.agent.id: job.config.agent for job in jobs}.values():
-        planned = plan_gateway(spec, None, every_run=False)
-        gateway = gateway or planned
-    return gateway

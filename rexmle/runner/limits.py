@@ -31,9 +31,19 @@ EXIT_SETUP_FAILED = 126
 EXIT_NOT_EXECUTABLE = 127
 
 
+def module_argv(module: str, python: str | None = None) -> list[str]:
+    """``python -P -m module``: a harness module in a child interpreter (this one by default).
+
+    ``-P`` keeps the working folder off the import path, so a folder named ``rexmle`` where the
+    user stands never shadows the installed package; ``PYTHONPATH`` still applies (a checkout
+    used through it keeps working).
+    """
+    return [python or sys.executable, "-P", "-m", module]
+
+
 def limited_argv(argv: list[str], *, memory_bytes: int | None) -> list[str]:
     """``argv`` wrapped by the launcher: killed with this process, at most ``memory_bytes``."""
-    launcher = [sys.executable, "-m", "rexmle.runner.limits", "--parent", str(os.getpid())]
+    launcher = [*module_argv("rexmle.runner.limits"), "--parent", str(os.getpid())]
     if memory_bytes is not None:
         launcher += ["--memory", str(int(memory_bytes))]
     return [*launcher, "--", *argv]

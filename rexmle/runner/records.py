@@ -132,6 +132,34 @@ class SchedulerRecord(BaseModel):
     """The node the job ran on."""
     gpus: str | None = None
     """The GPUs the scheduler gave the job (its ``CUDA_VISIBLE_DEVICES``)."""
+    restart_count: int = 0
+    """How often the scheduler requeued the job before this attempt (``SLURM_RESTART_COUNT``:
+    preemption or a lost node with ``--requeue``)."""
+
+
+class SettingsRecord(BaseModel):
+    """The run settings that can change a result, as this run got them (``RunSettings``)."""
+
+    sandbox: str
+    """The sandbox asked for (``auto`` included); the one used is ``sandbox.kind``."""
+    kill_grace_s: float
+    grade_workers: int | None
+    grade_memory_bytes: int | None
+    """Address-space limit of each grader process (None: none)."""
+    validation_memory_bytes: int | None
+    """Address-space limit of each validation check (None: none)."""
+    grade_timeout_s: float
+    max_upload_bytes: int
+    max_requests_per_minute: int
+    """Validation server caps."""
+    llm_config: str | None
+    """The LLM gateway config file the run got (None: the built-in one)."""
+    llm_config_sha256: str | None
+    llm_for_every_run: bool
+    llm_budget_usd: float | None
+    """The per-run LLM budget given for the whole batch (a run's own is ``config``'s)."""
+    llm_max_calls_per_minute: int | None
+    keep_data: bool
 
 
 class RunRecord(BaseModel):
@@ -169,6 +197,8 @@ class RunRecord(BaseModel):
     """The experiment condition of the run (as in its config)."""
     experiment: str | None = None
     """The name of the experiment file the run came from."""
+    settings: SettingsRecord | None = None
+    """The run settings that can change a result (absent in records written before them)."""
 
 
 def run_dir(runs_dir: Path, group: str, task: str, agent: str, seed: int) -> Path:

@@ -30,7 +30,6 @@ from __future__ import annotations
 import json
 import socketserver
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -39,7 +38,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import TracebackType
 
-from rexmle.runner.limits import DEFAULT_VALIDATION_MEMORY_BYTES, limited_argv
+from rexmle.runner.limits import DEFAULT_VALIDATION_MEMORY_BYTES, limited_argv, module_argv
 from rexmle.sources.errors import ArchiveTooLarge, DamagedArchiveError, UnsafeArchiveError
 from rexmle.sources.extract import ArchiveLimits, archive_format, safe_extract
 from rexmle.tasks.paths import PathRules
@@ -298,7 +297,7 @@ class ValidationServer:
     def _run_check(
         self, archive: Path, unpacked: Path, *, multipart: str | None
     ) -> tuple[int, dict[str, object]]:
-        argv = [sys.executable, "-m", "rexmle.runner.validation_check", self.task_id,
+        argv = [*module_argv("rexmle.runner.validation_check"), self.task_id,
                 str(archive), str(unpacked), "--workers", str(self.workers),
                 "--max-unpacked-bytes", str(self.max_unpacked_bytes)]  # fmt: skip
         if self.data_dir is not None:

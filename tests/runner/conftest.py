@@ -15,6 +15,7 @@ from rexmle.runner.records import RunConfig, RunRecord, run_dir
 from rexmle.runner.sandbox import Sandbox
 from rexmle.runner.sandbox.bwrap import bwrap_problem
 from rexmle.runner.sandbox.local import LocalSandbox
+from rexmle.runner.settings import RunSettings
 from rexmle.tasks.folders import TaskDirs
 
 RunAgent = Callable[..., tuple[RunRecord, Path]]
@@ -86,11 +87,10 @@ def run_agent(tmp_path: Path) -> RunAgent:
         runs_dir = tmp_path / "runs"
         folder = run_dir(runs_dir, "test", "isles22", spec.id, seed)
         options = RunOptions(
-            runs_dir=runs_dir,
-            data_dir=dirs.root.parent,
+            settings=RunSettings(
+                runs_dir=runs_dir, data_dir=dirs.root.parent, kill_grace_s=1.0, grade_workers=1
+            ),
             sandbox=sandbox or LocalSandbox(),
-            kill_grace_s=1.0,
-            grade_workers=1,
         )
         record = execute_run(RunJob(config=config, group="test", folder=folder), options)
         return record, folder

@@ -26,6 +26,7 @@ from rexmle.runner.executor import RunJob, RunOptions, execute_run
 from rexmle.runner.records import RunConfig, run_dir
 from rexmle.runner.sandbox import docker as docker_module
 from rexmle.runner.sandbox.docker import DockerSandbox, agent_image
+from rexmle.runner.settings import RunSettings
 
 pytestmark = pytest.mark.slow
 DEBIAN_MIRROR = "http://deb.debian.org/debian"
@@ -126,7 +127,8 @@ def test_the_dummy_agent_runs_in_docker_end_to_end(isles22_dirs, tmp_path: Path)
     runs = tmp_path / "runs"
     folder = run_dir(runs, "docker", "isles22", "dummy", 0)
     options = RunOptions(
-        runs_dir=runs, data_dir=isles22_dirs.root.parent, sandbox=DockerSandbox(), grade_workers=1
+        settings=RunSettings(runs_dir=runs, data_dir=isles22_dirs.root.parent, grade_workers=1),
+        sandbox=DockerSandbox(),
     )
     record = execute_run(RunJob(config=config, group="docker", folder=folder), options)
     assert record.status == "completed", (record.error, (folder / "agent.stderr.log").read_text())
@@ -154,7 +156,8 @@ def test_the_container_sees_no_data_root_and_no_network(dummy_image, isles22_dir
     runs = tmp_path / "runs"
     folder = run_dir(runs, "docker", "isles22", spec.id, 0)
     options = RunOptions(
-        runs_dir=runs, data_dir=data_root, sandbox=DockerSandbox(), grade_workers=1
+        settings=RunSettings(runs_dir=runs, data_dir=data_root, grade_workers=1),
+        sandbox=DockerSandbox(),
     )
     image = agent_image(spec.id, None)
     subprocess.run(["docker", "tag", dummy_image, image], check=True, timeout=60)

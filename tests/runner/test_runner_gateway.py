@@ -25,6 +25,7 @@ from rexmle.llm.standin import Reply
 from rexmle.runner.executor import RunJob, RunOptions, execute_run
 from rexmle.runner.records import RunConfig, read_record, run_dir
 from rexmle.runner.sandbox.bwrap import BwrapSandbox
+from rexmle.runner.settings import RunSettings
 
 pytestmark = [pytest.mark.slow, needs_bwrap()]
 
@@ -100,13 +101,15 @@ def run_with_gateway(
     runs_dir = tmp_path / "runs"
     folder = run_dir(runs_dir, "test", "isles22", spec.id, 0)
     options = RunOptions(
-        runs_dir=runs_dir,
-        data_dir=dirs.root.parent,
+        settings=RunSettings(
+            runs_dir=runs_dir,
+            data_dir=dirs.root.parent,
+            kill_grace_s=1.0,
+            grade_workers=1,
+            llm_for_every_run=True,
+        ),
         sandbox=BwrapSandbox(),
-        kill_grace_s=1.0,
-        grade_workers=1,
         gateway=gateway,
-        llm_for_every_run=True,
     )
     started = time.monotonic()
     record = execute_run(RunJob(config=config, group="test", folder=folder), options)

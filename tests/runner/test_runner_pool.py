@@ -10,6 +10,7 @@ from rexmle.agents.registry import load_agent
 from rexmle.runner.executor import RunJob, RunOptions, run_jobs
 from rexmle.runner.records import RunConfig, run_dir
 from rexmle.runner.sandbox.local import LocalSandbox
+from rexmle.runner.settings import RunSettings
 
 
 def test_each_run_holds_one_gpu_slot(isles22_dirs, tmp_path: Path):
@@ -39,7 +40,8 @@ def test_each_run_holds_one_gpu_slot(isles22_dirs, tmp_path: Path):
         for seed in range(4)
     ]
     options = RunOptions(
-        runs_dir=runs_dir, data_dir=isles22_dirs.root.parent, sandbox=LocalSandbox()
+        settings=RunSettings(runs_dir=runs_dir, data_dir=isles22_dirs.root.parent),
+        sandbox=LocalSandbox(),
     )
     console = Console(stderr=True, force_terminal=False)
     records = run_jobs(jobs, options, concurrency=4, gpus=["0", "1"], console=console)

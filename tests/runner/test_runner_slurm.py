@@ -19,16 +19,16 @@ from rexmle.runner.executor_slurm import (
     sbatch_options,
     submit,
 )
+from rexmle.runner.executor_slurm_node import read_batch_entry
 from rexmle.runner.experiment import SlurmResources
+from rexmle.runner.settings import RunSettings
 
 
 def settings(tmp_path: Path, **resources: object) -> SlurmSettings:
     return SlurmSettings(
         resources=SlurmResources(**resources),  # type: ignore[arg-type]
         gpus_per_run=2,
-        sandbox="bwrap",
-        data_dir=tmp_path / "data",
-        runs_dir=tmp_path / "runs",
+        run=RunSettings(sandbox="bwrap", data_dir=tmp_path / "data", runs_dir=tmp_path / "runs"),
         job_name="rexmle-study",
     )
 
@@ -81,9 +81,7 @@ def test_no_gpus_and_no_throttle_leave_those_options_out(tmp_path: Path):
     plain = SlurmSettings(
         resources=SlurmResources(),
         gpus_per_run=0,
-        sandbox="local",
-        data_dir=tmp_path,
-        runs_dir=tmp_path,
+        run=RunSettings(sandbox="local", data_dir=tmp_path, runs_dir=tmp_path),
     )
     opts = sbatch_options(plain, n_runs=3, time_limit_s=60, batch_dir=tmp_path)
     assert "--array=0-2" in opts
@@ -93,10 +91,57 @@ def test_no_gpus_and_no_throttle_leave_those_options_out(tmp_path: Path):
 def test_the_batch_script_execs_the_node_entry_with_this_interpreter(tmp_path: Path):
     script = batch_script(settings(tmp_path), tmp_path / "part-0")
     last = script.strip().splitlines()[-1]
-    # exec: the harness is the batch shell, so --signal=B:TERM and scancel --batch reach it
-    assert (
-        last == f"exec {sys.executable} -m rexmle.runner.executor_slurm_node {tmp_path / 'part-0'}"
+    # exec: the harness is the batch shell, so --signal=B:TERM and scancel --batch reach it;
+    # -P: the folder sbatch ran in is not on the node's import path
+    node = f"{sys.executable} -P -m rexmle.runner.executor_slurm_node {tmp_path / 'part-0'}"
+    assert last == f"exec {node}"
+
+
+def test_the_whole_run_settings_reach_the_node_with_a_copy_of_the_llm_config(tmp_path: Path):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    sbatch = bin_dir / "sbatch"
+    sbatch.write_text("#!/bin/sh\necho 4242\n", encoding="utf-8")  # answers like sbatch
+    sbatch.chmod(0o755)
+    llm_config = tmp_path / "my-llm.yaml"
+    llm_config.write_text("models: {}\n", encoding="utf-8")
+    run = RunSettings(
+        data_dir=tmp_path / "data",
+        runs_dir=tmp_path / "runs",
+        sandbox="local",
+        kill_grace_s=2.5,
+        keep_data=True,
+        grade_workers=3,
+        grade_memory_bytes=3001 << 20,
+        validation_memory_bytes=None,
+        grade_timeout_s=77.0,
+        max_upload_bytes=12345,
+        max_requests_per_minute=7,
+        llm_config=llm_config,
+        llm_for_every_run=True,
+        llm_budget_usd=0.5,
+        llm_max_calls_per_minute=9,
     )
+    job = make_job(
+        load_agent("dummy"), "isles22", 0, time_limit_s=60, mini=True,
+        runs_dir=run.runs_dir, group="g",
+    )  # fmt: skip
+    slurm = SlurmSettings(resources=SlurmResources(), gpus_per_run=0, run=run)
+    submission = submit([job], slurm, env={"PATH": f"{bin_dir}:/usr/bin:/bin"})
+    assert submission.job_ids == {job.folder: "4242_0"}
+    part = submission.batch_dir / "part-0"
+    node_job, node_settings = read_batch_entry(part, 0)
+    copy = submission.batch_dir / "llm_config.yaml"
+    assert node_settings == run.model_copy(update={"llm_config": copy})  # every field, whole
+    assert copy.read_bytes() == llm_config.read_bytes()
+    llm_config.write_text("models: {changed: 1}\n", encoding="utf-8")  # edits after submission
+    assert copy.read_text(encoding="utf-8") == "models: {}\n"  # do not reach the job
+    assert node_job.config == job.config
+    assert node_job.folder == job.folder
+    recorded = node_settings.recorded()
+    assert recorded.llm_budget_usd == 0.5
+    assert recorded.grade_memory_bytes == 3001 << 20
+    assert recorded.llm_config == str(copy)
 
 
 def test_without_slurm_the_error_says_what_is_missing(tmp_path: Path, monkeypatch):

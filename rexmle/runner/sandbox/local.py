@@ -47,11 +47,11 @@ def shim_argv(
 ) -> list[str]:
     """``argv`` wrapped in the shim: limits, relays, private uid, death with the harness.
 
-    ``launcher`` starts the shim (default: this interpreter, ``-m rexmle.runner.sandbox.shim``).
+    ``launcher`` starts the shim (default: this interpreter, ``-P -m rexmle.runner.sandbox.shim``).
     ``lifeline`` tells the shim that the harness is gone (hand the same one to
     :func:`run_process_group`).
     """
-    wrapped = list(launcher or [sys.executable, "-m", "rexmle.runner.sandbox.shim"])
+    wrapped = list(launcher or [sys.executable, "-P", "-m", "rexmle.runner.sandbox.shim"])
     if memory_limit_mb is not None:
         wrapped += ["--memory-limit-mb", str(memory_limit_mb)]
     for relay in relays:
