@@ -11,8 +11,6 @@ from types import FrameType
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich import box
-from rich.table import Table
 
 from rexmle.errors import RexmleError
 from rexmle.runner.limits import DEFAULT_GRADE_MEMORY_BYTES, DEFAULT_VALIDATION_MEMORY_BYTES
@@ -614,6 +612,9 @@ def _print_dry_run(jobs: list[RunJob], to_do: list[RunJob], *, gpus_per_run: int
     from rexmle.runner.experiment import dry_run_summary, models_of, uses_llm
 
     pending = {job.folder for job in to_do}
+    from rich import box
+    from rich.table import Table
+
     table = Table(title="runs", box=box.SIMPLE_HEAD)
     for column in ("condition", "agent", "model", "task", "seed", "hours", "run id", "state"):
         table.add_column(column, no_wrap=True)
@@ -648,6 +649,9 @@ def _print_dry_run(jobs: list[RunJob], to_do: list[RunJob], *, gpus_per_run: int
 
 def _print_unresolved_dry_run(study: Experiment, keys: list[RunKey], problem: str) -> None:
     """The job table of an experiment whose agents are not all declared here (no run ids)."""
+    from rich import box
+    from rich.table import Table
+
     from rexmle.runner.experiment import agent_folder, time_limit_of
 
     table = Table(title="runs", box=box.SIMPLE_HEAD)
@@ -702,6 +706,9 @@ def status(
     if as_json:
         out.print_json(json.dumps(state.as_json()))
         return
+    from rich import box
+    from rich.table import Table
+
     table = Table(title=f"runs in {runs_dir}", box=box.SIMPLE_HEAD)
     table.add_column("status", no_wrap=True)
     table.add_column("runs", justify="right")
@@ -724,6 +731,8 @@ def _duration(seconds: float) -> str:
 def _print_summary(records: list[RunRecord]) -> None:
     if not records:
         return
+    from rich.table import Table
+
     table = Table(title="runs")
     for column in ("task", "agent", "seed", "status", "headline", "value", "percentile"):
         table.add_column(column)
@@ -774,6 +783,9 @@ def demo(
         raise typer.Exit(EXIT_INTERRUPTED) from None
     except (RexmleError, RuntimeError) as error:
         raise _fail(error) from error
+    from rich import box
+    from rich.table import Table
+
     table = Table(title="ReX-MLE demo: baseline agent on the mini suite", box=box.SIMPLE_HEAD)
     width = max((len(row.task) for row in result.rows), default=4)
     table.add_column("task", no_wrap=True, min_width=width)
