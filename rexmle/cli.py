@@ -302,7 +302,7 @@ def grade(
 
 def _warn_if_mini(task: str, data_dir: Path | None) -> None:
     """Say so when the grade was against the synthetic mini data (ranked on real leaderboards)."""
-    from rexmle.report.render import MINI_BANNER
+    from rexmle.grading.report import MINI_BANNER
     from rexmle.tasks.folders import read_prepared, task_dirs
 
     prepared = read_prepared(task_dirs(task, data_dir))

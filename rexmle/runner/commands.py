@@ -805,7 +805,7 @@ def demo(
             row.status,
         )
     out.print(table, width=max(out.width, 96))
-    from rexmle.report.render import MINI_BANNER
+    from rexmle.grading.report import MINI_BANNER
 
     out.print(f"[bold yellow]{MINI_BANNER.format(n=len(result.rows))}[/]", highlight=False)
     for path in result.report_files:

@@ -21,7 +21,7 @@ from rich.console import Console
 from rexmle.agents.dummy import copy_sample_submission
 from rexmle.agents.registry import load_agent
 from rexmle.errors import RexmleError
-from rexmle.report.render import MINI_BANNER
+from rexmle.grading.report import MINI_BANNER
 from rexmle.runner.batch import ensure_prepared, implemented_tasks, plan_runs
 from rexmle.runner.executor import RunOptions, run_jobs
 from rexmle.runner.records import read_record

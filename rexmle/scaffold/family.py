@@ -15,7 +15,7 @@ from importlib import resources
 from pathlib import Path
 
 from rexmle.errors import SpecError
-from rexmle.tasks.registry import LEADERBOARD_SUFFIX, all_tasks
+from rexmle.tasks.registry import LEADERBOARD_SUFFIX, all_tasks, forget_tasks
 
 MAX_TASKS = 20
 FAMILY_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
@@ -110,5 +110,5 @@ def new_challenge(family: str, *, n_tasks: int = 1, root: Path | None = None) ->
         board = folder / f"{task_id}{LEADERBOARD_SUFFIX}"
         board.write_text(_template("leaderboard.csv.tmpl"), encoding="utf-8")
         written += [yaml_path, board]
-    all_tasks.cache_clear()
+    forget_tasks()
     return written
