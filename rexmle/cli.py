@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
 from rexmle import __version__
 from rexmle.errors import RexmleError
@@ -78,6 +77,8 @@ def list_tasks(data_dir: DataDirOption = None, as_json: JsonFlag = False) -> Non
             ]
         )
         return
+    from rich.table import Table
+
     table = Table(title="ReX-MLE tasks")
     table.add_column("id", no_wrap=True)
     for column in ("family", "type", "modality", "headline", "implemented", "prepared"):
@@ -301,7 +302,7 @@ def grade(
 
 def _warn_if_mini(task: str, data_dir: Path | None) -> None:
     """Say so when the grade was against the synthetic mini data (ranked on real leaderboards)."""
-    from rexmle.report.render import MINI_BANNER
+    from rexmle.grading.report import MINI_BANNER
     from rexmle.tasks.folders import read_prepared, task_dirs
 
     prepared = read_prepared(task_dirs(task, data_dir))
@@ -310,6 +311,8 @@ def _warn_if_mini(task: str, data_dir: Path | None) -> None:
 
 
 def _print_ranking(task: str, metrics: dict[str, float], ranking: dict[str, object]) -> None:
+    from rich.table import Table
+
     table = Table(title=f"{task}: {ranking['n_rows']} leaderboard rows")
     table.add_column("metric")
     table.add_column("value", justify="right")
@@ -387,6 +390,8 @@ def report(
         frame = run_table(results)
         for banner in banners(frame):
             err.print(f"[bold yellow]{banner.text}[/]", highlight=False)
+        from rich.table import Table
+
         for key, board in leaderboard_tables(frame):
             table = Table(title=f"{key_label(key)} ({runs_dir})")
             for column in board.columns:
@@ -438,6 +443,8 @@ def analyze(
         analyses = analyze_runs(results, data_dir=data_dir)
     except RexmleError as error:
         raise _fail(error) from error
+    from rich.table import Table
+
     for title, frame in (
         ("runs", analysis_table(analyses).drop(columns=["evidence"])),
         ("per agent", summary_per_agent(analyses)),

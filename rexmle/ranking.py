@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Literal
 
 import numpy as np
-import pandas as pd
+import numpy.typing as npt
 from pydantic import BaseModel
 
 from rexmle.errors import SpecError
@@ -57,27 +57,50 @@ class Ranking(BaseModel):
 
 @dataclass(frozen=True)
 class Leaderboard:
-    """Human leaderboard of one task: ``rows`` (team + one column per metric) and directions."""
+    """Human leaderboard of one task: team names, one value column per metric, directions.
+
+    ``values[m][i]`` is row ``i``'s value of metric ``m``; every column has one value per team.
+    """
 
     task_id: str
-    rows: pd.DataFrame
+    teams: tuple[str, ...]
+    values: dict[str, npt.NDArray[np.float64]]
     directions: dict[str, Direction]
 
     def __post_init__(self) -> None:
-        metric_cols = [c for c in self.rows.columns if c != "team"]
-        if metric_cols != list(self.directions):
+        if list(self.values) != list(self.directions):
             msg = (
-                f"{self.task_id}: leaderboard columns {metric_cols} differ from the declared "
-                f"metrics {list(self.directions)} (same keys, same order)"
+                f"{self.task_id}: leaderboard columns {list(self.values)} differ from the "
+                f"declared metrics {list(self.directions)} (same keys, same order)"
             )
             raise SpecError(msg)
-        if len(self.rows) == 0:
+        if not self.teams:
             msg = f"{self.task_id}: leaderboard has no rows"
             raise SpecError(msg)
-        values = self.rows[metric_cols].to_numpy(dtype=float)
-        if not np.isfinite(values).all():
-            msg = f"{self.task_id}: leaderboard holds non-finite values"
-            raise SpecError(msg)
+        for metric, column in self.values.items():
+            if column.shape != (len(self.teams),):
+                msg = (
+                    f"{self.task_id}: leaderboard column {metric!r} holds {column.size} values "
+                    f"for {len(self.teams)} teams"
+                )
+                raise SpecError(msg)
+            if not np.isfinite(column).all():
+                msg = f"{self.task_id}: leaderboard holds non-finite values"
+                raise SpecError(msg)
+
+    def column(self, metric: str) -> npt.NDArray[np.float64]:
+        """The leaderboard's values of one metric, in row order (a copy)."""
+        return self.values[metric].copy()
+
+    def without_row(self, index: int) -> Leaderboard:
+        """The same leaderboard with row ``index`` left out."""
+        keep = [i for i in range(self.n_rows) if i != index]
+        return Leaderboard(
+            task_id=self.task_id,
+            teams=tuple(self.teams[i] for i in keep),
+            values={m: column[keep] for m, column in self.values.items()},
+            directions=dict(self.directions),
+        )
 
     @property
     def metrics(self) -> list[str]:
@@ -87,15 +110,12 @@ class Leaderboard:
     @property
     def n_rows(self) -> int:
         """Number of leaderboard rows N."""
-        return len(self.rows)
+        return len(self.teams)
 
     def row_mean_positions(self) -> list[float]:
         """Mean position of every leaderboard row, ranked among the rows alone (row order)."""
         positions = np.column_stack(
-            [
-                _min_rank(self.rows[m].to_numpy(dtype=float), self.directions[m])
-                for m in self.metrics
-            ]
+            [_min_rank(self.values[m], self.directions[m]) for m in self.metrics]
         )
         return [float(v) for v in positions.mean(axis=1)]
 
@@ -138,7 +158,7 @@ class Leaderboard:
             if not math.isfinite(value):
                 msg = f"{self.task_id}: metric {m} is {value}; ranking needs finite values"
                 raise ValueError(msg)
-            column = np.append(self.rows[m].to_numpy(dtype=float), value)
+            column = np.append(self.values[m], value)
             positions[m] = float(_min_rank(column, self.directions[m])[-1])
         mean_position = float(np.mean(list(positions.values())))
         percentile = 1.0 - (mean_position - 1.0) / self.n_rows
@@ -169,7 +189,11 @@ def _min_rank(values: np.ndarray, direction: Direction) -> np.ndarray:
 
 
 def read_leaderboard_csv(task_id: str, path: Path, directions: dict[str, Direction]) -> Leaderboard:
-    """Read a ``team,<metric>...`` CSV (values parsed explicitly as floats)."""
+    """Read a ``team,<metric>...`` CSV (values parsed explicitly as floats).
+
+    Raises:
+        SpecError: the first column is not ``team`` or a value is not a number.
+    """
     with open(path, newline="", encoding="utf-8") as handle:
         reader = csv.DictReader(handle)
         records = list(reader)
@@ -177,11 +201,12 @@ def read_leaderboard_csv(task_id: str, path: Path, directions: dict[str, Directi
     if not columns or columns[0] != "team":
         msg = f"{path}: first column must be 'team', got {columns[:1]}"
         raise SpecError(msg)
-    frame = pd.DataFrame(records, columns=columns)
+    values: dict[str, npt.NDArray[np.float64]] = {}
     for column in columns[1:]:
         try:
-            frame[column] = frame[column].astype(float)
-        except ValueError as err:
+            values[column] = np.array([float(r[column]) for r in records], dtype=np.float64)
+        except (TypeError, ValueError) as err:
             msg = f"{path}: column {column!r} holds a value that is not a number ({err})"
             raise SpecError(msg) from err
-    return Leaderboard(task_id=task_id, rows=frame, directions=dict(directions))
+    teams = tuple(r["team"] for r in records)
+    return Leaderboard(task_id=task_id, teams=teams, values=values, directions=dict(directions))

@@ -5,7 +5,6 @@ from __future__ import annotations
 from fractions import Fraction as F
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from rexmle.ranking import Leaderboard
@@ -47,13 +46,12 @@ def test_medal_thresholds_match_the_published_table(task_id: str) -> None:
 @pytest.mark.parametrize("task_id", sorted(all_tasks()))
 def test_every_row_ranked_against_the_others_gets_its_expected_position(task_id: str) -> None:
     board = load_leaderboard(task_id)
-    rows = board.rows
-    for i in range(len(rows)):
-        others = Leaderboard(task_id, rows.drop(index=i).reset_index(drop=True), board.directions)
-        values = {m: float(rows.loc[i, m]) for m in board.metrics}
+    for i in range(board.n_rows):
+        others = board.without_row(i)
+        values = {m: float(board.column(m)[i]) for m in board.metrics}
         ranking = others.rank(values)
         for m in board.metrics:
-            column = rows[m].to_numpy(dtype=float)
+            column = board.column(m)
             mine = column[i]
             better = column > mine if board.directions[m] == "higher" else column < mine
             # expected position = 1 + number of rows strictly better (ties share the better place)
@@ -62,10 +60,12 @@ def test_every_row_ranked_against_the_others_gets_its_expected_position(task_id:
 
 
 def _board(values_a: list[float], values_b: list[float]) -> Leaderboard:
-    rows = pd.DataFrame(
-        {"team": [f"t{i}" for i in range(len(values_a))], "a": values_a, "b": values_b}
+    return Leaderboard(
+        "toy",
+        tuple(f"t{i}" for i in range(len(values_a))),
+        {"a": np.array(values_a), "b": np.array(values_b)},
+        {"a": "higher", "b": "lower"},
     )
-    return Leaderboard("toy", rows, {"a": "higher", "b": "lower"})
 
 
 def test_hand_computed_positions_percentile_and_medal() -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -123,3 +125,24 @@ def test_a_broken_task_yaml_is_named_with_what_is_wrong() -> None:
         parse_declaration("id: [", TaskSpec, "fam/x.yaml", what="task")
     with pytest.raises(SpecError, match=r"^fam/x\.yaml: not a valid task: .*\nname\n  Field req"):
         parse_declaration("id: x\n", TaskSpec, "fam/x.yaml", what="task")
+
+
+def test_one_task_is_read_from_its_own_file_alone() -> None:
+    code = (
+        "from rexmle.tasks import registry\n"
+        "spec = registry.get_task('panther-task2')\n"
+        "assert spec == registry.all_tasks()['panther-task2']\n"
+        "print(registry._single_spec.cache_info().currsize)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stdout.split() == ["1"]
+
+
+def test_an_unknown_task_still_lists_the_known_ones() -> None:
+    from rexmle.tasks.registry import forget_tasks, get_task
+
+    forget_tasks()
+    with pytest.raises(SpecError, match=r"unknown task 'isles23'; known tasks: dentex, isles22"):
+        get_task("isles23")

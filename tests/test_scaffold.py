@@ -18,7 +18,7 @@ import yaml
 
 import rexmle
 from rexmle.errors import SpecError
-from rexmle.scaffold import new_challenge, task_ids
+from rexmle.scaffold.family import new_challenge, task_ids
 
 CONTRACT_TEST = Path(__file__).resolve().parent / "test_task_contract.py"
 REPO = CONTRACT_TEST.parents[1]

@@ -7,13 +7,12 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
 from rexmle.errors import RexmleError
+from rexmle.terminal import console
 
-out = Console()
-err = Console(stderr=True)
+out = console()
+err = console(stderr=True)
 
 agents_app = typer.Typer(help="LLM agents: their locked environments and settings.")
 
@@ -56,6 +55,8 @@ def list_agents(
         for row in rows:
             out.print_json(json.dumps(row))
         return
+    from rich.table import Table
+
     table = Table(title="agents")
     for column in ("id", "kind", "models", "steps", "time limit", "environment"):
         table.add_column(column, no_wrap=column in ("id", "kind"))

@@ -34,7 +34,7 @@ from rexmle.tasks.csvfile import leading_zero_hints, read_csv_rows, read_id_colu
 from rexmle.tasks.folders import TaskDirs, prepared_data_mode, require_prepared, task_dirs
 from rexmle.tasks.jobs import CheckContext, ScoreCase, ScoreJob
 from rexmle.tasks.leaderboard import load_leaderboard
-from rexmle.tasks.parallel import default_workers, map_cases
+from rexmle.tasks.parallel import default_workers, map_cases, workers_worth_it
 from rexmle.tasks.paths import resolve_submission_path
 from rexmle.tasks.reasons import BoundedReasons
 from rexmle.tasks.registry import Task, load_task
@@ -54,9 +54,13 @@ def expected_ids(task: Task, context: CheckContext) -> list[str]:
 
 
 def load_submission(
-    task: Task, folder: Path, public_dir: Path, *, workers: int
+    task: Task, folder: Path, public_dir: Path, *, workers: int, check_files: bool = True
 ) -> LoadedSubmission:
     """Apply every validity rule (generic, declared, then the family's own checks).
+
+    ``check_files=False`` skips the per-case file rules (declared and the family's
+    ``check_case``) and keeps the CSV, id, path and across-case rules: for the gold, whose files
+    the integrity check has just matched byte for byte against what ``prepare`` wrote.
 
     Raises:
         InvalidSubmission: with every reason found (not only the first).
@@ -138,10 +142,11 @@ def load_submission(
             f"{SUBMISSION_CSV}: {len(missing_ids)} test id(s) missing: {shown}{more}. "
             f"Write one row per test case."
         )
+    to_check = [cases[i] for i in sorted(cases)] if check_files else []
     checked = map_cases(
         functools.partial(_check_case, task, context),
-        [cases[i] for i in sorted(cases)],
-        workers=workers,
+        to_check,
+        workers=workers_worth_it(workers, (p for c in to_check for p in c.paths.values())),
         label="checking files",
     )
     for case_findings in checked:
@@ -224,7 +229,8 @@ def score_rows(task: Task, job: ScoreJob) -> list[CaseRow]:
             )
             for case_id in job.submission.ids()
         ]
-        rows = map_cases(score_case, items, workers=job.workers)
+        files = (p for item in items for c in (item.submitted, item.gold) for p in c.paths.values())
+        rows = map_cases(score_case, items, workers=workers_worth_it(job.workers, files))
     else:
         rows = task.required_function("score_dataset")(job)
     if not all(isinstance(row, CaseRow) for row in rows):
@@ -343,13 +349,14 @@ def grade_submission(
 
 
 def load_gold(task: Task, dirs: TaskDirs, *, workers: int) -> LoadedSubmission:
-    """``private/gold/`` loaded with the submission rules.
+    """``private/gold/`` loaded with the submission rules, less the per-case file rules: grading
+    calls it only after :func:`check_private_files` matched every gold file against its hash.
 
     Raises:
         HarnessError: gold is not a valid submission (a broken preparation).
     """
     try:
-        return load_submission(task, dirs.gold, dirs.public, workers=workers)
+        return load_submission(task, dirs.gold, dirs.public, workers=workers, check_files=False)
     except InvalidSubmission as err:
         msg = f"{task.id}: private/gold is not a valid submission (broken preparation?): {err}"
         raise HarnessError(msg) from err

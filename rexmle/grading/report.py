@@ -12,6 +12,12 @@ from rexmle.ranking import Ranking
 from rexmle.tasks.rows import CaseValue
 
 _MAX_LISTED_PROBLEMS = 5
+MINI_BANNER = (
+    "MINI DATA: {n} run(s) used the synthetic mini suite. Their values and percentiles rank "
+    "synthetic results against the REAL human leaderboards: they test the pipeline and say "
+    "nothing about how an agent performs on the challenge."
+)
+"""What every output says of grades of the mini data (``data: mini`` in the grade report)."""
 
 
 class ValidationResult(BaseModel):

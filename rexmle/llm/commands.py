@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.console import Console
+
+from rexmle.terminal import console
 
 llm_app = typer.Typer(help="The LLM gateway: its environment.", no_args_is_help=True)
-err = Console(stderr=True)
+err = console(stderr=True)
 
 
 @llm_app.command("install")

@@ -23,6 +23,7 @@ bit). All functions take `spacing_mm` per array axis, in the array's axis order.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -577,14 +578,19 @@ def class_average_hd95(
 # --- Surfels (DeepMind surface-distance) -------------------------------------------------------
 
 
-def _surfel_tables(spacing: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
-    """Encoding kernel, code -> surfel area (or contour length) table, and the 'full' code."""
+@functools.lru_cache(maxsize=32)
+def _surfel_tables(spacing: tuple[float, ...]) -> tuple[np.ndarray, np.ndarray, int]:
+    """Encoding kernel, code -> surfel area (or contour length) table, and the 'full' code.
+
+    Cached per spacing: DeepMind's table is built by 256 small marching-cubes evaluations, which
+    costs more than the distances of a small tumour. The arrays are shared: never write to them.
+    """
     from surface_distance import lookup_tables
 
-    if spacing.size == 3:
-        table = lookup_tables.create_table_neighbour_code_to_surface_area(tuple(spacing))
+    if len(spacing) == 3:
+        table = lookup_tables.create_table_neighbour_code_to_surface_area(spacing)
         return lookup_tables.ENCODE_NEIGHBOURHOOD_3D_KERNEL, np.asarray(table), 0b11111111
-    table = lookup_tables.create_table_neighbour_code_to_contour_length(tuple(spacing))
+    table = lookup_tables.create_table_neighbour_code_to_contour_length(spacing)
     return lookup_tables.ENCODE_NEIGHBOURHOOD_2D_KERNEL, np.asarray(table), 0b1111
 
 
@@ -599,13 +605,34 @@ def _neighbour_codes(mask: np.ndarray, kernel: np.ndarray) -> np.ndarray:
     return codes
 
 
-def _surfels(
-    mask: np.ndarray, kernel: np.ndarray, area_table: np.ndarray, full_code: int
-) -> tuple[np.ndarray, npt.NDArray[np.float64]]:
-    """Surfel mask on the corner grid and the area of each surfel (C order)."""
-    codes = _neighbour_codes(mask, kernel)
-    surfels = (codes != 0) & (codes != full_code)
-    return surfels, area_table[codes[surfels]]
+@dataclass(frozen=True)
+class _SurfelGrid:
+    """Neighbour codes of two masks on the corner grid of their union's bounding box.
+
+    The codes do not depend on the spacing, so one grid serves every spacing pairing.
+    """
+
+    truth_codes: np.ndarray
+    pred_codes: np.ndarray
+    truth_surfels: npt.NDArray[np.bool_]
+    pred_surfels: npt.NDArray[np.bool_]
+
+
+def _surfel_grid(pred: np.ndarray, truth: np.ndarray) -> _SurfelGrid:
+    """The codes and surfel masks of two non-empty masks, cropped to their union's box."""
+    box = bounding_box(pred | truth, margin=0)
+    if box is None:  # callers check for empty masks first; keeps the type checker informed
+        msg = "surfel distances need two non-empty masks"
+        raise ValueError(msg)
+    kernel, _, full_code = _surfel_tables((1.0,) * pred.ndim)
+    truth_codes = _neighbour_codes(truth[box], kernel)
+    pred_codes = _neighbour_codes(pred[box], kernel)
+    return _SurfelGrid(
+        truth_codes=truth_codes,
+        pred_codes=pred_codes,
+        truth_surfels=(truth_codes != 0) & (truth_codes != full_code),
+        pred_surfels=(pred_codes != 0) & (pred_codes != full_code),
+    )
 
 
 @dataclass(frozen=True)
@@ -704,15 +731,16 @@ def surfel_distances(
     if not pred.any() or not truth.any():
         msg = "surfel distances need two non-empty masks"
         raise ValueError(msg)
-    box = bounding_box(pred | truth, margin=0)
-    if box is None:  # unreachable after the checks above; keeps the type checker informed
-        msg = "surfel distances need two non-empty masks"
-        raise ValueError(msg)
-    kernel, area_table, full_code = _surfel_tables(spacing)
-    truth_surfels, truth_areas = _surfels(truth[box], kernel, area_table, full_code)
-    pred_surfels, pred_areas = _surfels(pred[box], kernel, area_table, full_code)
+    return _grid_distances(_surfel_grid(pred, truth), spacing)
+
+
+def _grid_distances(grid: _SurfelGrid, spacing: npt.NDArray[np.float64]) -> SurfelDistances:
+    """The sorted surfel distances and areas of a grid with one spacing pairing."""
+    _, area_table, _ = _surfel_tables(tuple(float(s) for s in spacing))
+    truth_areas = area_table[grid.truth_codes[grid.truth_surfels]]
+    pred_areas = area_table[grid.pred_codes[grid.pred_surfels]]
     truth_to_pred, pred_to_truth = _nearest_distances_mm(
-        truth_surfels, pred_surfels, spacing, exact=True
+        grid.truth_surfels, grid.pred_surfels, spacing, exact=True
     )
     truth_order = np.lexsort((truth_areas, truth_to_pred))
     pred_order = np.lexsort((pred_areas, pred_to_truth))
@@ -777,15 +805,48 @@ def surfel_scores(
         TypeError: an input is not a boolean array.
         ValueError: shapes differ, the masks are not 2-D or 3-D, or the spacing is invalid.
     """
-    check_mask_pair(pred, truth)
-    _check_spacing(spacing_mm, pred.ndim)
-    pred_any = bool(pred.any())
-    if not pred_any or bool(pred.all()) or not truth.any():
-        diagonal = volume_diagonal_mm(pred.shape, spacing_mm)
-        return SurfelScores(surface_dice=0.0, hd95_mm=diagonal, masd_mm=diagonal)
-    distances = surfel_distances(pred, truth, spacing_mm=spacing_mm)
-    return SurfelScores(
-        surface_dice=distances.surface_dice(tolerance_mm),
-        hd95_mm=distances.robust_hausdorff_mm(percent),
-        masd_mm=distances.mean_average_surface_distance_mm(),
+    (scores,) = surfel_scores_per_spacing(
+        pred, truth, spacings_mm=[spacing_mm], tolerance_mm=tolerance_mm, percent=percent
     )
+    return scores
+
+
+def surfel_scores_per_spacing(
+    pred: npt.NDArray[np.bool_],
+    truth: npt.NDArray[np.bool_],
+    *,
+    spacings_mm: Sequence[Sequence[float]],
+    tolerance_mm: float = 5.0,
+    percent: float = 95.0,
+) -> list[SurfelScores]:
+    """`surfel_scores` of one case under several spacing pairings, in the order given.
+
+    Definition: for each spacing, exactly `surfel_scores(pred, truth, spacing_mm=spacing)`.
+        The work that does not depend on the spacing (the uniform test, the crop to the
+        union's bounding box, the neighbour codes and surfel masks) is done once; the area
+        table (cached per spacing) and the distances are computed per spacing.
+
+    Raises:
+        TypeError: an input is not a boolean array.
+        ValueError: shapes differ, the masks are not 2-D or 3-D, or a spacing is invalid.
+    """
+    check_mask_pair(pred, truth)
+    checked = [_check_spacing(spacing, pred.ndim) for spacing in spacings_mm]
+    if not pred.any() or bool(pred.all()) or not truth.any():
+        diagonals = [volume_diagonal_mm(pred.shape, spacing) for spacing in spacings_mm]
+        return [SurfelScores(surface_dice=0.0, hd95_mm=d, masd_mm=d) for d in diagonals]
+    if pred.ndim not in (2, 3):
+        msg = f"surfel distances need 2-D or 3-D masks, got {pred.ndim} dimensions"
+        raise ValueError(msg)
+    grid = _surfel_grid(pred, truth)
+    scores = []
+    for spacing in checked:
+        distances = _grid_distances(grid, spacing)
+        scores.append(
+            SurfelScores(
+                surface_dice=distances.surface_dice(tolerance_mm),
+                hd95_mm=distances.robust_hausdorff_mm(percent),
+                masd_mm=distances.mean_average_surface_distance_mm(),
+            )
+        )
+    return scores

@@ -17,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from rexmle import __version__
+from rexmle.grading.report import MINI_BANNER
 from rexmle.report.collect import RunResult
 from rexmle.report.plots import gap_to_human, mean_percentile_bars, percentile_heatmap
 from rexmle.report.runtable import run_table
@@ -33,11 +34,6 @@ from rexmle.report.tables import (
     unscored_table,
 )
 
-MINI_BANNER = (
-    "MINI DATA: {n} run(s) used the synthetic mini suite. Their values and percentiles rank "
-    "synthetic results against the REAL human leaderboards: they test the pipeline and say "
-    "nothing about how an agent performs on the challenge."
-)
 STYLE = (
     "body{font-family:system-ui,sans-serif;margin:2em;max-width:1400px}"
     "table{border-collapse:collapse;font-size:13px;margin-bottom:1em}td,th{padding:3px 8px;"

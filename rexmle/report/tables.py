@@ -49,7 +49,7 @@ TableKey = tuple[str, str, str]
 def human_best(task_id: str) -> float:
     """Best human leaderboard value of the task's headline metric."""
     spec = all_tasks()[task_id]
-    column = load_leaderboard(task_id).rows[spec.headline.key].astype(float)
+    column = load_leaderboard(task_id).column(spec.headline.key)
     return float(column.max() if spec.headline.higher_is_better else column.min())
 
 

@@ -14,18 +14,20 @@ what the command does and prints.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
-from rich import box
-from rich.table import Table
 
 from rexmle.errors import RexmleError
-from rexmle.runner.executors import EXIT_INTERRUPTED, interrupt_on_sigterm
-from rexmle.runner.experiment import AgentEntry, ExecutorSettings, Experiment, SlurmResources
 from rexmle.runner.limits import DEFAULT_GRADE_MEMORY_BYTES, DEFAULT_VALIDATION_MEMORY_BYTES
-from rexmle.runner.settings import RunSettings, memory_bytes
 from rexmle.terminal import console
+
+if TYPE_CHECKING:
+    from rexmle.runner.experiment import Experiment
+    from rexmle.runner.settings import RunSettings
+
+EXIT_INTERRUPTED = 130
+"""Exit code of a command stopped by Ctrl-C or SIGTERM (as ``rexmle.runner.executors``)."""
 
 out = console()
 err = console(stderr=True)
@@ -101,6 +103,7 @@ def experiment_from_flags(study: dict[str, object]) -> Experiment:
         SpecError: an unknown suite or task.
     """
     from rexmle.runner.batch import select_tasks
+    from rexmle.runner.experiment import AgentEntry, ExecutorSettings, Experiment, SlurmResources
 
     executor = study["executor"] or "local"
     if executor not in ("local", "slurm"):
@@ -158,6 +161,7 @@ def settings_from_flags(given: dict[str, object], experiment: Experiment) -> Run
         ValueError: an LLM config file that does not exist.
     """
     from rexmle.config import resolve_data_dir, resolve_runs_dir
+    from rexmle.runner.settings import RunSettings, memory_bytes
 
     llm_config = given["llm_config"]
     if llm_config is not None and not Path(str(llm_config)).is_file():
@@ -429,6 +433,9 @@ def status(
     if as_json:
         out.print_json(json.dumps(state.as_json()))
         return
+    from rich import box
+    from rich.table import Table
+
     table = Table(title=f"runs in {runs_dir}", box=box.SIMPLE_HEAD)
     table.add_column("status", no_wrap=True)
     table.add_column("runs", justify="right")
@@ -468,6 +475,8 @@ def demo(
         msg = f"unknown sandbox {sandbox!r}; use auto, bwrap or local"
         raise _fail(ValueError(msg))
     try:
+        from rexmle.runner.executors import interrupt_on_sigterm
+
         with interrupt_on_sigterm():
             result = run_demo(
                 demo_dir,
@@ -482,6 +491,9 @@ def demo(
         raise typer.Exit(EXIT_INTERRUPTED) from None
     except (RexmleError, RuntimeError) as error:
         raise _fail(error) from error
+    from rich import box
+    from rich.table import Table
+
     table = Table(title="ReX-MLE demo: baseline agent on the mini suite", box=box.SIMPLE_HEAD)
     width = max((len(row.task) for row in result.rows), default=4)
     table.add_column("task", no_wrap=True, min_width=width)
@@ -501,7 +513,7 @@ def demo(
             row.status,
         )
     out.print(table, width=max(out.width, 96))
-    from rexmle.report.render import MINI_BANNER
+    from rexmle.grading.report import MINI_BANNER
 
     out.print(f"[bold yellow]{MINI_BANNER.format(n=len(result.rows))}[/]", highlight=False)
     for path in result.report_files:

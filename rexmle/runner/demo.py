@@ -20,7 +20,7 @@ from rich.console import Console
 
 from rexmle.agents.dummy import copy_sample_submission
 from rexmle.errors import RexmleError
-from rexmle.report.render import MINI_BANNER
+from rexmle.grading.report import MINI_BANNER
 from rexmle.runner.executors import EXECUTORS, EXIT_INTERRUPTED, Invocation, plan
 from rexmle.runner.experiment import AgentEntry, ExecutorSettings, Experiment
 from rexmle.runner.records import read_record

@@ -6,8 +6,6 @@ from typing import Annotated
 
 import typer
 
-from rexmle.scaffold import new_challenge, task_ids
-
 dev_app = typer.Typer(
     help="Developer tools: scaffold a new challenge family.", no_args_is_help=True
 )
@@ -19,6 +17,8 @@ def new_challenge_command(
     tasks: Annotated[int, typer.Option("--tasks", help="Number of tasks.", min=1)] = 1,
 ) -> None:
     """Scaffold rexmle/challenges/NAME/: YAML, leaderboard, description and plain functions."""
+    from rexmle.scaffold.family import new_challenge, task_ids
+
     written = new_challenge(name, n_tasks=tasks)
     for path in written:
         typer.echo(f"wrote {path}")

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -18,6 +19,32 @@ def default_workers() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:
         return max(1, os.cpu_count() or 1)
+
+
+POOL_MIN_BYTES = 8 << 20
+"""Below this many bytes of case files in all, a worker pool costs more than it saves: starting
+the workers and moving the cases to them takes longer than reading and scoring the files."""
+
+
+def workers_worth_it(workers: int, paths: Iterable[Path]) -> int:
+    """``workers``, or 1 when the cases are too small for a pool to pay off.
+
+    Definition: 1 when fewer than two files are given or their sizes on disk add up to less
+    than ``POOL_MIN_BYTES``; else ``workers``. A file that cannot be read counts as zero bytes
+    (the step that opens it reports the problem).
+    """
+    files = list(paths)
+    if workers <= 1 or len(files) < 2:
+        return 1
+    total = 0
+    for path in files:
+        try:
+            total += path.stat().st_size
+        except OSError:
+            continue
+        if total >= POOL_MIN_BYTES:
+            return workers
+    return 1
 
 
 def map_cases(

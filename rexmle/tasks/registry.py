@@ -71,14 +71,47 @@ def _load_spec(family: str, entry: Traversable) -> TaskSpec:
 def get_task(task_id: str) -> TaskSpec:
     """The spec of one task.
 
+    Only ``<task_id>.yaml`` is read when exactly one family folder holds a file of that name
+    (a file is named after the id it declares, see :func:`_load_spec`), so grading one task
+    parses one declaration, not twenty. Otherwise every declaration is read, which names the
+    known ids or the id declared twice.
+
     Raises:
-        SpecError: no task has this id (the message lists the known ids).
+        SpecError: no task has this id (the message lists the known ids), or its YAML file is
+            malformed.
     """
+    if all_tasks.cache_info().currsize == 0:
+        candidates = _files_named(f"{task_id}.yaml")
+        if len(candidates) == 1:
+            return _single_spec(*candidates[0])
     tasks = all_tasks()
     if task_id not in tasks:
         msg = f"unknown task {task_id!r}; known tasks: {', '.join(tasks)}"
         raise SpecError(msg)
     return tasks[task_id]
+
+
+def _files_named(name: str) -> list[tuple[str, str]]:
+    """``(family, file name)`` of every family folder holding a file called ``name``."""
+    return [
+        (family.name, name)
+        for family in sorted(_challenges_root().iterdir(), key=lambda p: p.name)
+        if family.is_dir()
+        and not family.name.startswith(("_", "."))
+        and family.joinpath(name).is_file()
+    ]
+
+
+@functools.cache
+def _single_spec(family: str, file_name: str) -> TaskSpec:
+    """One declaration, read and checked as :func:`all_tasks` reads it (cached)."""
+    return _load_spec(family, family_folder(family).joinpath(file_name))
+
+
+def forget_tasks() -> None:
+    """Drop every cached declaration: the next look-up reads the YAML files again."""
+    all_tasks.cache_clear()
+    _single_spec.cache_clear()
 
 
 def resolve_function(family: str, dotted: str) -> Callable[..., Any]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -70,3 +71,56 @@ def test_edited_split_or_missing_gold_file_is_exit_2(dirs, tmp_path) -> None:
     code, stderr = _grade(dirs, dirs.gold, tmp_path / "b.json")
     assert code == 2
     assert "private/gold/submission.csv is missing or not a regular file" in stderr
+
+
+def _hashed_files(dirs, monkeypatch) -> list[str]:
+    """Run the integrity check in-process; the private files it read and hashed."""
+    from rexmle.grading import integrity
+
+    hashed: list[str] = []
+    real = integrity.sha256_file
+
+    def counting(path: Path) -> str:
+        hashed.append(path.relative_to(dirs.private).as_posix())
+        return real(path)
+
+    monkeypatch.setattr(integrity, "sha256_file", counting)
+    integrity.check_private_files(TASK, dirs)
+    return hashed
+
+
+def test_a_verified_file_is_not_hashed_again_until_it_changes(dirs, monkeypatch) -> None:
+    listed = json.loads(dirs.prepared_json.read_text())["files"]["private"]
+    assert sorted(_hashed_files(dirs, monkeypatch)) == sorted(listed)
+    assert _hashed_files(dirs, monkeypatch) == []
+    split = dirs.private / "split.json"
+    split.write_text(split.read_text())  # same bytes, new mtime and ctime: read once more
+    assert _hashed_files(dirs, monkeypatch) == ["split.json"]
+    assert _hashed_files(dirs, monkeypatch) == []
+
+
+def test_an_edit_hidden_behind_a_restored_mtime_is_still_found(dirs, monkeypatch) -> None:
+    from rexmle.errors import HarnessError
+
+    assert _hashed_files(dirs, monkeypatch)  # the cache now remembers every file
+    mask = sorted((dirs.gold / "predictions").glob("*.nii.gz"))[0]
+    before = mask.stat()
+    data = bytearray(mask.read_bytes())
+    data[-1] ^= 0xFF  # same size, other content
+    mask.write_bytes(bytes(data))
+    os.utime(mask, ns=(before.st_atime_ns, before.st_mtime_ns))  # the mtime put back
+    assert mask.stat().st_size == before.st_size
+    assert mask.stat().st_mtime_ns == before.st_mtime_ns
+    with pytest.raises(HarnessError, match=f"{mask.name} does not match prepared.json"):
+        _hashed_files(dirs, monkeypatch)
+
+
+def test_an_unwritable_private_folder_grades_without_a_cache(dirs, monkeypatch) -> None:
+    from rexmle.grading import integrity
+
+    def refuse(self: Path, *_args: object, **_kwargs: object) -> int:
+        raise PermissionError(13, "read-only file system", str(self))
+
+    monkeypatch.setattr(Path, "write_text", refuse)
+    assert _hashed_files(dirs, monkeypatch)  # checked in full, nothing raised
+    assert not (dirs.private / integrity.CACHE_NAME).exists()

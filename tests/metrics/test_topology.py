@@ -10,6 +10,7 @@ from skimage.morphology import skeletonize
 
 from rexmle.metrics.topology import (
     betti_numbers,
+    bounding_box,
     class_average_b0_error,
     cldice,
     component_count,
@@ -271,3 +272,34 @@ def test_label_neighbors_use_the_26_neighbourhood():
 @given(arrays(np.uint8, (3, 4, 3), elements=st.integers(0, 4)))
 def test_label_neighbors_match_brute_force(label_map):
     assert label_neighbors(label_map) == _brute_force_neighbors(label_map)
+
+
+def _box_from_points(mask: np.ndarray, margin: int) -> tuple[slice, ...] | None:
+    """The bounding box by its definition: min and max index of the True voxels per axis."""
+    points = np.argwhere(mask)
+    if points.size == 0:
+        return None
+    return tuple(
+        slice(max(int(lo) - margin, 0), min(int(hi) + 1 + margin, n))
+        for lo, hi, n in zip(points.min(axis=0), points.max(axis=0), mask.shape, strict=True)
+    )
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    arrays(np.bool_, st.tuples(*[st.integers(1, 6)] * 3), elements=st.booleans()),
+    st.integers(0, 3),
+    st.booleans(),
+)
+def test_bounding_box_is_the_extent_of_the_true_voxels(mask, margin, fortran) -> None:
+    mask = np.asfortranarray(mask) if fortran else mask
+    assert bounding_box(mask, margin=margin) == _box_from_points(mask, margin)
+
+
+@pytest.mark.parametrize("shape", [(7,), (5, 4), (3, 4, 5, 2)])
+def test_bounding_box_in_any_dimension_and_of_empty_arrays(shape) -> None:
+    rng = np.random.default_rng(len(shape))
+    mask = rng.random(shape) > 0.8
+    assert bounding_box(mask) == _box_from_points(mask, 0)
+    assert bounding_box(np.zeros(shape, bool)) is None
+    assert bounding_box(np.zeros((0, 3), bool)) is None

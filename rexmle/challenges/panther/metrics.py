@@ -34,7 +34,8 @@ import numpy as np
 
 from rexmle.io import read_image
 from rexmle.metrics.overlap import dice, volume_mm3, volume_rmse
-from rexmle.metrics.surface import surfel_scores
+from rexmle.metrics.surface import surfel_scores_per_spacing
+from rexmle.metrics.topology import bounding_box
 from rexmle.tasks.jobs import ScoreCase
 from rexmle.tasks.rows import CaseRow, CaseValue, column
 from rexmle.tasks.spec import TaskSpec
@@ -58,16 +59,16 @@ def score_arrays(
 ) -> dict[str, CaseValue]:
     """Per-case metrics of boolean (x, y, z) masks with the GT spacing in (x, y, z) order."""
     uniform = not pred.any() or bool(pred.all())
-    ranked = surfel_scores(
+    ranked, physical = surfel_scores_per_spacing(
         pred,
         truth,
-        spacing_mm=official_spacing(spacing_xyz),
+        spacings_mm=[official_spacing(spacing_xyz), spacing_xyz],
         tolerance_mm=TOLERANCE_MM,
         percent=PERCENT,
     )
-    physical = surfel_scores(
-        pred, truth, spacing_mm=spacing_xyz, tolerance_mm=TOLERANCE_MM, percent=PERCENT
-    )
+    # Every foreground voxel lies in the union's bounding box: counts there are the counts.
+    box = bounding_box(pred | truth) or tuple(slice(0, 0) for _ in pred.shape)
+    pred, truth = pred[box], truth[box]
     voxel_mm3 = math.prod(spacing_xyz)
     return {
         "dsc": 0.0 if uniform else dice(pred, truth),
