@@ -317,9 +317,7 @@ def test_the_run_settings_reach_the_node_llm_config_and_budget(tmp_path: Path, d
 def held_agent(tmp_path: Path, name: str) -> tuple[Path, Path]:
     hold = tmp_path / f"hold-{time.time_ns()}"
     hold.touch()
-    agent = command_agent(
-        tmp_path, name, f"while [ -e {hold} ]; do sleep 0.2; done; {COPY_SAMPLE}"
-    )
+    agent = command_agent(tmp_path, name, f"while [ -e {hold} ]; do sleep 0.2; done; {COPY_SAMPLE}")
     return hold, agent
 
 
@@ -430,7 +428,10 @@ def test_a_requeued_job_runs_its_run_again_and_counts_the_restart(
     wait_for(lambda: status_of(folder) == "running" and bool(marker_processes(str(hold))))
     job_id = json.loads((folder / "scheduled.json").read_text(encoding="utf-8"))["job_id"]
     subprocess.run(
-        ["scontrol", "requeue", job_id], env=cluster.env(), check=True, timeout=30,
+        ["scontrol", "requeue", job_id],
+        env=cluster.env(),
+        check=True,
+        timeout=30,
         capture_output=True,
     )  # fmt: skip  (what preemption with PreemptMode=REQUEUE does)
     wait_for(lambda: status_of(folder) == "cancelled")
@@ -446,9 +447,7 @@ def test_a_requeued_job_runs_its_run_again_and_counts_the_restart(
     assert record.scheduler.restart_count == 1
 
 
-def test_a_working_folder_holding_a_rexmle_folder_does_not_break_slurm_runs(
-    tmp_path: Path, dirs
-):
+def test_a_working_folder_holding_a_rexmle_folder_does_not_break_slurm_runs(tmp_path: Path, dirs):
     cwd = tmp_path / "parent-of-a-clone"
     (cwd / "rexmle").mkdir(parents=True)
     (cwd / "rexmle" / "__init__.py").write_text("raise ImportError('the shadow package')\n")
