@@ -15,6 +15,7 @@ from rich import box
 from rich.table import Table
 
 from rexmle.errors import RexmleError
+from rexmle.names import require_folder_names
 from rexmle.runner.limits import DEFAULT_GRADE_MEMORY_BYTES, DEFAULT_VALIDATION_MEMORY_BYTES
 from rexmle.terminal import console
 
@@ -216,6 +217,7 @@ def run(
         msg = f"unknown sandbox {sandbox!r}; use auto, bwrap, local, docker or apptainer"
         raise _fail(ValueError(msg))
     try:
+        require_folder_names({"--group": group, "--agent-name": agent_name})
         gpu_slots = _parse_gpus(gpus)
         spec = load_agent(agent).with_overrides(
             command=agent_cmd,

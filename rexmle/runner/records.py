@@ -32,6 +32,7 @@ from rexmle import __version__
 from rexmle.agents.registry import AgentSpec
 from rexmle.errors import RexmleError
 from rexmle.llm.usage import LlmTotals
+from rexmle.names import require_folder_names
 
 RunStatus = Literal[
     "running",
@@ -172,7 +173,12 @@ class RunRecord(BaseModel):
 
 
 def run_dir(runs_dir: Path, group: str, task: str, agent: str, seed: int) -> Path:
-    """``<runs>/<group>/<task>/<agent>/seed-<seed>``."""
+    """``<runs>/<group>/<task>/<agent>/seed-<seed>``, always inside ``runs_dir``.
+
+    Raises:
+        ValueError: the group, task or agent is not a folder name (:mod:`rexmle.names`).
+    """
+    require_folder_names({"group": group, "task": task, "agent": agent})
     return runs_dir / group / task / agent / f"seed-{seed}"
 
 
