@@ -34,7 +34,7 @@ CRASH_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
         "out_of_memory",
         re.compile(
             r"CUDA out of memory|OutOfMemoryError|\bMemoryError\b|std::bad_alloc|"
-            r"Cannot allocate memory|^Killed$",
+            r"Cannot allocate memory|^Killed$|^\[rexmle\] out of memory",
             re.MULTILINE,
         ),
     ),

@@ -80,6 +80,7 @@ from rexmle.runner.sandbox import (
     SandboxResult,
     recorded_limits,
 )
+from rexmle.runner.sandbox.cgroups import remove_stale_cgroups
 from rexmle.runner.trees import strip_special_bits
 from rexmle.runner.validation_server import (
     DEFAULT_MAX_REQUESTS_PER_MINUTE,
@@ -456,6 +457,8 @@ def _execute_locked(
         timings["agent"] = result.seconds
         record.exit_code = result.exit_code
         record.killed_processes = result.killed_processes
+        if result.limits is not None and record.sandbox is not None:
+            record.sandbox.limits = {**(record.sandbox.limits or {}), **result.limits}
         if result.cancelled and llm_stop is None and llm_failure is None:
             record.status = "cancelled"
             record.error = "cancelled: the harness was stopped; this run will run again"
@@ -549,7 +552,7 @@ def run_jobs(
     running agent, leaves their records ``running`` (they run again next time) and re-raises.
     """
     console = console or Console(stderr=True)
-    for stale in remove_stale_socket_dirs():
+    for stale in [*remove_stale_socket_dirs(), *remove_stale_cgroups()]:
         console.print(f"removed the leftover {stale} of a killed run", highlight=False)
     slots: queue.Queue[str | None] = queue.Queue()
     if gpus:

@@ -107,8 +107,11 @@ class SandboxRecord(BaseModel):
     warnings: list[str] = []
     network: str | None = None
     """``off``, ``isolated-outbound`` (bwrap) or ``host`` (local)."""
-    limits: dict[str, int | None] | None = None
-    """The caps that held: tmpfs bytes, process limit, log bytes (None: not enforced)."""
+    limits: dict[str, int | str | None] | None = None
+    """The caps that held: memory, processes, tmpfs bytes, log bytes (None: not enforced), what
+    held each (``memory_held_by``: ``cgroup-v2``, ``cgroup-v1``, ``rlimit-as`` or ``docker``;
+    ``max_processes_held_by`` likewise, or ``rlimit-nproc``), why no cgroup could be made
+    (``cgroup_problem``), and the run's peak memory and OOM kills where a cgroup measured them."""
 
 
 class GradeSummary(BaseModel):
