@@ -537,6 +537,12 @@ def _failure_note(record: RunRecord, folder: Path) -> str:
     return ""
 
 
+def remove_leftovers(console: Console) -> None:
+    """Remove what killed harnesses left behind (socket folders, run cgroups), saying so."""
+    for stale in [*remove_stale_socket_dirs(), *remove_stale_cgroups()]:
+        console.print(f"removed the leftover {stale} of a killed run", highlight=False)
+
+
 def run_jobs(
     jobs: Sequence[RunJob],
     options: RunOptions,
@@ -552,8 +558,7 @@ def run_jobs(
     running agent, leaves their records ``running`` (they run again next time) and re-raises.
     """
     console = console or Console(stderr=True)
-    for stale in [*remove_stale_socket_dirs(), *remove_stale_cgroups()]:
-        console.print(f"removed the leftover {stale} of a killed run", highlight=False)
+    remove_leftovers(console)
     slots: queue.Queue[str | None] = queue.Queue()
     if gpus:
         concurrency = min(concurrency, len(gpus))

@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 from types import FrameType
 
-from rexmle.runner.executor import RunJob, RunOptions, execute_run
+from rexmle.runner.executor import RunJob, RunOptions, execute_run, remove_leftovers
 from rexmle.runner.executor_slurm import BATCH_JSON
 from rexmle.runner.records import RunConfig, SchedulerRecord
 
@@ -84,6 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     from rexmle.errors import RexmleError
     from rexmle.llm.run_setup import plan_gateway, running_gateway
 
+    remove_leftovers(Console(stderr=True))
     try:
         gateway = plan_gateway(job.config.agent, None, every_run=False)
         with running_gateway(gateway, [job], Console(stderr=True)) as started:

@@ -258,3 +258,50 @@ def test_without_a_cgroup_the_memory_limit_falls_back_to_rlimit_as(tmp_path: Pat
     assert result.limits["memory_held_by"] == "rlimit-as"
     assert result.limits["max_processes_held_by"] is None  # the local sandbox has no other cap
     assert result.limits["cgroup_problem"] == "cgroup v1: no memory hierarchy"
+
+
+def _fake_v2(root: Path, *, delegated: set[str]) -> Path:
+    """A cgroup v2 tree of plain files: the harness in ``/job/task``, the parent ``/job``
+    offering ``delegated`` to its children (the layout and the files written are checked).
+    """
+    job = root / "job"
+    (job / "task").mkdir(parents=True)
+    (job / "cgroup.controllers").write_text("cpu memory pids io\n")
+    (job / "cgroup.subtree_control").write_text(" ".join(sorted(delegated)) + "\n")
+    return job
+
+
+def test_cgroup_v2_is_made_beside_the_harness_where_the_parent_delegates(tmp_path, monkeypatch):
+    from rexmle.runner.sandbox import cgroups
+
+    job = _fake_v2(tmp_path, delegated={"memory", "pids"})
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    mount = cgroups._Mount(tmp_path, "/", "v2", frozenset())
+    monkeypatch.setattr(cgroups, "_mounts", lambda: [mount])
+    monkeypatch.setattr(cgroups, "_own_paths", lambda: {"": "/job/task"})
+    cgroup, problem = open_run_cgroup(memory_bytes=1 << 30, max_processes=99)
+    assert problem is None
+    assert cgroup is not None
+    (folder,) = cgroup.folders
+    assert folder.parent == job  # beside the harness, never in its own (busy) cgroup
+    assert (cgroup.version, cgroup.holder) == ("v2", "cgroup-v2")
+    assert (folder / "memory.max").read_text() == str(1 << 30)
+    assert (folder / "pids.max").read_text() == "99"
+    assert cgroup.launcher_args() == ["--cgroup", str(folder)]
+    assert cgroup.claim is not None
+    assert (cgroup.claim.path / LISTING).read_text() == f"{folder}\n"  # listed for a killed harness
+    cgroup.claim.release()
+
+
+def test_cgroup_v2_without_the_controllers_says_so(tmp_path, monkeypatch):
+    from rexmle.runner.sandbox import cgroups
+
+    job = _fake_v2(tmp_path, delegated=set())
+    (job / "cgroup.controllers").write_text("cpu io\n")
+    mount = cgroups._Mount(tmp_path, "/", "v2", frozenset())
+    monkeypatch.setattr(cgroups, "_mounts", lambda: [mount])
+    monkeypatch.setattr(cgroups, "_own_paths", lambda: {"": "/job/task"})
+    cgroup, problem = open_run_cgroup(memory_bytes=None, max_processes=10)
+    assert cgroup is None
+    assert f"cgroup v2 at {job} lacks the memory, pids controller(s)" in (problem or "")
+    assert "cgroup v1: no memory hierarchy" in (problem or "")
