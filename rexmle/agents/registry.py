@@ -33,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from rexmle.declarations import parse_declaration
 from rexmle.errors import SpecError
+from rexmle.names import NAME_PATTERN
 
 AgentKind = Literal["dummy", "baseline", "command", "llm"]
 AdapterName = Literal["aide", "ml-master", "rdagent"]
@@ -96,7 +97,7 @@ class AgentSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    id: str = Field(pattern=NAME_PATTERN)
     """Name of the agent; also its folder under ``runs/<group>/<task>/``."""
     kind: AgentKind
     description: str = ""

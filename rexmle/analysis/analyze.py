@@ -2,7 +2,9 @@
 segmentation runs, and a summary per agent.
 
 Geometry diagnostics need the task's private gold (``--data-dir``), prepared from the same data
-(mini or full) the run used; where it is not there, the run's geometry cell says why.
+(mini or full) the run used; where it is not there, the run's geometry cell says why. Submitted
+files are read as the grader reads them (:func:`rexmle.analysis.cases.read_pair`): one whose
+header declares more values than the grader's budget is never decoded and skips the run's geometry.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from rexmle.analysis.cases import case_pairs, mask_column
+from rexmle.analysis.cases import case_pairs, mask_column, read_pair
 from rexmle.analysis.geometry import GeometryFinding, diagnose
 from rexmle.analysis.taxonomy import FailureClass, classify
 from rexmle.errors import RexmleError
@@ -71,7 +73,7 @@ def geometry_of_run(
     by_shape = failure.kind == "invalid_format" and failure.detail == "wrong_shape"
     if not (result.valid or by_shape) or mask_column(result.task) is None:
         return None
-    from rexmle.io import ImageReadError, read_image
+    from rexmle.io import ImageReadError
     from rexmle.tasks.folders import prepared_data_mode, task_dirs
 
     if data_dir is None:
@@ -91,8 +93,8 @@ def geometry_of_run(
     findings: list[GeometryFinding] = []
     for pair in pairs:
         try:
-            pred = read_image(pair.pred).array  # type: ignore[attr-defined]
-            truth = read_image(pair.gold).array  # type: ignore[attr-defined]
+            gold, predicted = read_pair(pair)  # type: ignore[arg-type]
+            truth, pred = gold.array, predicted.array
             if not pred.any() and not truth.any():
                 continue
             findings.append(diagnose(pred, truth))

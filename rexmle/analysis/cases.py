@@ -4,17 +4,25 @@ The gold is written as a submission (``private/gold/``), so both sides are read 
 task's id column and its first path column of ``submission.csv``. Paths are resolved with the
 grader's own rule (:func:`rexmle.tasks.paths.resolve_submission_path`): nothing outside the
 submission folder is ever opened.
+
+A submitted file is an agent's file: :func:`read_pair` reads it as the grader does, its header
+first against the same pixel budget (:func:`rexmle.tasks.checks.pixel_budget` of the gold's
+shape), so a file whose header declares more is refused without being decoded.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rexmle.errors import RexmleError
 from rexmle.tasks.csvfile import read_csv_rows
 from rexmle.tasks.paths import resolve_submission_path
 from rexmle.tasks.registry import all_tasks, load_task
+
+if TYPE_CHECKING:
+    from rexmle.io import Image
 
 MASK_SUFFIXES = (".nii.gz", ".nii", ".mha", ".mhd", ".nrrd", ".png", ".tif", ".tiff")
 
@@ -79,3 +87,23 @@ def case_pairs(
     predicted = _paths(submission, *columns, suffixes)
     truth = _paths(gold, *columns, suffixes)
     return [CasePair(c, predicted[c], truth[c]) for c in sorted(predicted) if c in truth]
+
+
+def read_pair(pair: CasePair) -> tuple[Image, Image]:
+    """(gold, prediction) of one case; the prediction read within the grader's pixel budget.
+
+    The gold (the harness's own file) is read first; the prediction's header is then checked
+    against :func:`rexmle.tasks.checks.pixel_budget` of the gold's shape before any voxel of it
+    is decoded.
+
+    Raises:
+        rexmle.io.ImageTooLarge: the prediction's header declares more values than the budget
+            (nothing of it was decoded).
+        rexmle.io.ImageReadError: a file cannot be read.
+    """
+    from rexmle.io import read_image
+    from rexmle.tasks.checks import pixel_budget
+
+    gold = read_image(pair.gold)
+    pred = read_image(pair.pred, max_pixels=pixel_budget(gold.geometry.shape))
+    return gold, pred

@@ -14,7 +14,9 @@ Classes (``FailureClass.kind``), decided in this order from run.json, grade.json
   a valid submission;
 - ``no_submission``: the agent exited 0 later, but wrote no submission.csv;
 - ``invalid_format``: a submission the grader found invalid; ``detail`` is the rule its first
-  reason breaks (``INVALID_RULES``).
+  reason breaks (``INVALID_RULES``). ``header_too_large`` is a file refused from its header alone
+  (it declares more values than the grader's pixel budget, so it was never decoded), checked
+  before ``wrong_shape``, whose refusal reads the decoded shape.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ CRASH_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
         "out_of_memory",
         re.compile(
             r"CUDA out of memory|OutOfMemoryError|\bMemoryError\b|std::bad_alloc|"
-            r"Cannot allocate memory|^Killed$",
+            r"Cannot allocate memory|^Killed$|^\[rexmle\] out of memory",
             re.MULTILINE,
         ),
     ),
@@ -45,6 +47,7 @@ INVALID_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("missing_cases", re.compile(r"test id\(s\) missing")),
     ("unknown_ids", re.compile(r"is not a test id|duplicate id")),
     ("missing_file", re.compile(r"does not exist|no such file")),
+    ("header_too_large", re.compile(r"the header declares .* allowed; the file was not decoded")),
     ("wrong_shape", re.compile(r"shape")),
     ("bad_values", re.compile(r"not allowed|NaN|non-finite|data type|must be")),
     ("csv_format", re.compile(r"column|header|parsed as CSV|empty cell|cells, but")),

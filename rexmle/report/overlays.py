@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from rexmle.analysis.cases import CasePair, case_pairs
+from rexmle.analysis.cases import CasePair, case_pairs, read_pair
 from rexmle.tasks.rows import CaseRow, is_finite_number
 
 OVERLAY_DIR = "overlays"
@@ -171,9 +171,8 @@ def read_boxes(path: Path) -> list[Box] | None:
 
 
 def _mask_views(pair: CasePair) -> list[tuple[str, bytes]]:
-    from rexmle.io import read_image
-
-    truth, pred = read_image(pair.gold).array, read_image(pair.pred).array
+    gold, predicted = read_pair(pair)
+    truth, pred = gold.array, predicted.array
     if truth.shape != pred.shape or truth.ndim not in (2, 3):
         return []
     if truth.ndim == 2:

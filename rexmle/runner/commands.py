@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 import typer
 
 from rexmle.errors import RexmleError
+from rexmle.names import require_folder_names
 from rexmle.runner.limits import DEFAULT_GRADE_MEMORY_BYTES, DEFAULT_VALIDATION_MEMORY_BYTES
 from rexmle.terminal import console
 
@@ -322,6 +323,7 @@ def run(
     from rexmle.runner.run_tables import print_dry_run, print_unresolved_dry_run
 
     try:
+        require_folder_names({"--group": group, "--agent-name": agent_name})
         if experiment is not None:
             conflicting = _given_study_flags(study)
             if conflicting:

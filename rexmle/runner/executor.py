@@ -79,6 +79,7 @@ from rexmle.runner.sandbox import (
     SandboxResult,
     recorded_limits,
 )
+from rexmle.runner.sandbox.cgroups import remove_stale_cgroups
 from rexmle.runner.settings import RunSettings
 from rexmle.runner.trees import strip_special_bits
 from rexmle.runner.validation_server import ValidationServer
@@ -492,6 +493,8 @@ def _execute_locked(
         timings["agent"] = result.seconds
         record.exit_code = result.exit_code
         record.killed_processes = result.killed_processes
+        if result.limits is not None and record.sandbox is not None:
+            record.sandbox.limits = {**(record.sandbox.limits or {}), **result.limits}
         stopped = result.cancelled or _harness_stopped(options, result.exit_code)
         if stopped and llm_stop is None:
             return _write_cancelled(job, record, timings, started, "while the agent ran")
@@ -588,6 +591,12 @@ def _failure_note(record: RunRecord, folder: Path) -> str:
     return ""
 
 
+def remove_leftovers(console: Console) -> None:
+    """Remove what killed harnesses left behind (socket folders, run cgroups), saying so."""
+    for stale in [*remove_stale_socket_dirs(), *remove_stale_cgroups()]:
+        console.print(f"removed the leftover {stale} of a killed run", highlight=False)
+
+
 def run_jobs(
     jobs: Sequence[RunJob],
     options: RunOptions,
@@ -603,8 +612,7 @@ def run_jobs(
     running agent, leaves their records ``running`` (they run again next time) and re-raises.
     """
     console = console or Console(stderr=True)
-    for stale in remove_stale_socket_dirs():
-        console.print(f"removed the leftover {stale} of a killed run", highlight=False)
+    remove_leftovers(console)
     slots: queue.Queue[str | None] = queue.Queue()
     if gpus:
         concurrency = min(concurrency, len(gpus))

@@ -28,7 +28,7 @@ from types import FrameType
 
 from pydantic import ValidationError
 
-from rexmle.runner.executor import RunJob, RunOptions, execute_run
+from rexmle.runner.executor import RunJob, RunOptions, execute_run, remove_leftovers
 from rexmle.runner.executor_slurm import BATCH_JSON
 from rexmle.runner.records import RunConfig, SchedulerRecord
 from rexmle.runner.settings import RunSettings
@@ -98,6 +98,8 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     scheduler = scheduler_record(index_text)
+
+    remove_leftovers(Console(stderr=True))
     try:
         with running_gateway(gateway, [job], Console(stderr=True)) as started:
             options.gateway = started

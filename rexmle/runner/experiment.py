@@ -40,12 +40,12 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from rexmle.declarations import parse_declaration
 from rexmle.errors import SpecError
+from rexmle.names import NAME_PATTERN
 
 if TYPE_CHECKING:
     from rexmle.agents.registry import AgentSpec
     from rexmle.runner.executor import RunJob
 
-NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
 PRESETS = ("paper-grid",)
 """Experiment files shipped with rexmle; ``--experiment paper-grid`` reads one by name."""
 

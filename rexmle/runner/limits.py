@@ -3,7 +3,10 @@
 ``python -m rexmle.runner.limits --parent PID [--memory BYTES] -- COMMAND...`` is a launcher: it
 asks the kernel to SIGKILL it when its parent dies (``prctl(PR_SET_PDEATHSIG)``), exits at once if
 the parent ``PID`` is already gone, sets ``RLIMIT_AS`` (address space, which bounds every
-allocation) to ``BYTES`` and replaces itself by ``COMMAND`` (``execvp``), which keeps both. The
+allocation) to ``BYTES`` and replaces itself by ``COMMAND`` (``execvp``), which keeps both. With
+``--cgroup FOLDER`` (repeatable) it first moves itself into each cgroup folder (writing its pid
+to ``cgroup.procs``), so the command and everything it starts are born inside
+(:mod:`rexmle.runner.sandbox.cgroups`). The
 limit is per process: worker processes the command starts inherit the same limit each. Nothing
 runs in the parent between fork and exec (no ``preexec_fn``), so the launcher is safe to use from
 threads.
@@ -41,11 +44,16 @@ def module_argv(module: str, python: str | None = None) -> list[str]:
     return [python or sys.executable, "-P", "-m", module]
 
 
-def limited_argv(argv: list[str], *, memory_bytes: int | None) -> list[str]:
-    """``argv`` wrapped by the launcher: killed with this process, at most ``memory_bytes``."""
+def limited_argv(
+    argv: list[str], *, memory_bytes: int | None, cgroup_args: list[str] | None = None
+) -> list[str]:
+    """``argv`` wrapped by the launcher: killed with this process, at most ``memory_bytes``,
+    inside the cgroups ``cgroup_args`` name (``--cgroup FOLDER`` pairs).
+    """
     launcher = [*module_argv("rexmle.runner.limits"), "--parent", str(os.getpid())]
     if memory_bytes is not None:
         launcher += ["--memory", str(int(memory_bytes))]
+    launcher += list(cgroup_args or [])
     return [*launcher, "--", *argv]
 
 
@@ -61,6 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m rexmle.runner.limits")
     parser.add_argument("--parent", type=int, required=True)
     parser.add_argument("--memory", type=int, default=None)
+    parser.add_argument("--cgroup", action="append", default=[])
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -70,6 +79,9 @@ def main(argv: list[str] | None = None) -> int:
         _die_with_parent()
         if os.getppid() != args.parent:  # the parent died before the death signal was armed
             return EXIT_PARENT_GONE
+        for folder in args.cgroup:
+            with open(os.path.join(folder, "cgroup.procs"), "w", encoding="ascii") as procs:
+                procs.write(str(os.getpid()))
         if args.memory is not None:
             resource.setrlimit(resource.RLIMIT_AS, (args.memory, args.memory))
     except (OSError, ValueError, AttributeError) as err:  # AttributeError: a libc without prctl

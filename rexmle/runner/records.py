@@ -32,6 +32,7 @@ from rexmle import __version__
 from rexmle.agents.registry import AgentSpec
 from rexmle.errors import RexmleError
 from rexmle.llm.usage import LlmTotals
+from rexmle.names import require_folder_names
 
 RunStatus = Literal[
     "running",
@@ -106,8 +107,11 @@ class SandboxRecord(BaseModel):
     warnings: list[str] = []
     network: str | None = None
     """``off``, ``isolated-outbound`` (bwrap) or ``host`` (local)."""
-    limits: dict[str, int | None] | None = None
-    """The caps that held: tmpfs bytes, process limit, log bytes (None: not enforced)."""
+    limits: dict[str, int | str | None] | None = None
+    """The caps that held: memory, processes, tmpfs bytes, log bytes (None: not enforced), what
+    held each (``memory_held_by``: ``cgroup-v2``, ``cgroup-v1``, ``rlimit-as`` or ``docker``;
+    ``max_processes_held_by`` likewise, or ``rlimit-nproc``), why no cgroup could be made
+    (``cgroup_problem``), and the run's peak memory and OOM kills where a cgroup measured them."""
 
 
 class GradeSummary(BaseModel):
@@ -202,7 +206,12 @@ class RunRecord(BaseModel):
 
 
 def run_dir(runs_dir: Path, group: str, task: str, agent: str, seed: int) -> Path:
-    """``<runs>/<group>/<task>/<agent>/seed-<seed>``."""
+    """``<runs>/<group>/<task>/<agent>/seed-<seed>``, always inside ``runs_dir``.
+
+    Raises:
+        ValueError: the group, task or agent is not a folder name (:mod:`rexmle.names`).
+    """
+    require_folder_names({"group": group, "task": task, "agent": agent})
     return runs_dir / group / task / agent / f"seed-{seed}"
 
 

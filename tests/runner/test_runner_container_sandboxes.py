@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+import csv
 import itertools
 import sys
 from pathlib import Path
+
+import pytest
 
 from rexmle.runner.sandbox import Relay, SandboxLimits, SandboxRequest
 from rexmle.runner.sandbox.apptainer import ApptainerSandbox, apptainer_argv, client_env
 from rexmle.runner.sandbox.docker import (
     SHIM_IN_CONTAINER,
     DockerSandbox,
+    UnmountablePath,
     container_env,
     docker_argv,
 )
+from rexmle.runner.sandbox.docker_network import NETWORK_NAME
 from rexmle.runner.sandbox.lifeline import SocketLifeline
 
 
@@ -49,8 +54,9 @@ def docker_mounts(argv: list[str]) -> dict[str, tuple[str, bool]]:
     """Target -> (source, readonly) of every --mount in a docker argv."""
     mounts = {}
     for flag, value in itertools.pairwise(argv):
-        if flag == "--mount":
-            parts = dict(p.split("=", 1) if "=" in p else (p, "") for p in value.split(","))
+        if flag == "--mount":  # docker reads the value as one CSV record
+            fields = next(csv.reader([value]))
+            parts = dict(p.split("=", 1) if "=" in p else (p, "") for p in fields)
             assert parts["type"] == "bind"
             mounts[parts["target"]] = (parts["source"], "readonly" in parts)
     return mounts
@@ -91,10 +97,11 @@ def test_docker_passes_exactly_the_runs_gpus_and_limits(tmp_path: Path):
     assert option_values(argv, "--cap-drop") == ["ALL"]
     assert "--read-only" in argv
     assert "--privileged" not in argv
-    # image, then the shim (relays, RLIMIT_AS) around the agent with the image's interpreter
+    # image, then the shim (relays; no RLIMIT_AS: the container's cgroup holds the memory)
+    # around the agent with the image's interpreter
     tail = argv[argv.index("img") :]
     assert tail == [
-        "img", "python3", SHIM_IN_CONTAINER, "--memory-limit-mb", "2048",
+        "img", "python3", SHIM_IN_CONTAINER,
         "--relay", f"8765={tmp_path / 'sock' / 'validation.sock'}",
         "--relay", f"8766={tmp_path / 'sock' / 'llm.sock'}",
         "--", "python3", "-m", "rexmle.agents.dummy",
@@ -115,7 +122,7 @@ def test_docker_with_network_and_without_gpus(tmp_path: Path):
     env = {"PATH": "/usr/bin"}
     request = make_request(tmp_path, network=True, env=env, memory_limit_mb=None)
     argv = docker_argv(request, image="img", name="rexmle-x")
-    assert option_values(argv, "--network") == ["bridge"]
+    assert option_values(argv, "--network") == [NETWORK_NAME]  # never docker's default bridge
     assert "--gpus" not in argv
     assert "--memory" not in argv
     # with network the relays are not needed: the agent's command runs as given
@@ -211,3 +218,22 @@ def test_a_docker_daemon_that_is_down_is_named(tmp_path: Path, monkeypatch):
         assert "Cannot connect to the Docker daemon" in (result.error or "")
     finally:
         docker.docker_problem.cache_clear()
+
+
+def test_docker_mount_values_quote_a_comma_and_refuse_a_control_character(tmp_path: Path):
+    odd = tmp_path / 'run,"x",readonly=false'
+    request = make_request(odd)
+    mounts = docker_mounts(docker_argv(request, image="img", name="rexmle-x"))
+    workspace = str(request.workspace.resolve())
+    assert mounts[workspace] == (workspace, False)  # one mount, the whole path, writable
+    assert mounts[f"{workspace}/data"] == (f"{workspace}/data", True)
+    newline = make_request(tmp_path / "run\nx")
+    with pytest.raises(UnmountablePath, match="control character"):
+        docker_argv(newline, image="img", name="rexmle-x")
+
+
+def test_docker_sizes_tmp_and_shm_within_the_memory_limit(tmp_path: Path):
+    request = make_request(tmp_path, memory_limit_mb=512, limits=SandboxLimits())
+    argv = docker_argv(request, image="img", name="rexmle-x")
+    assert option_values(argv, "--tmpfs") == [f"/tmp:rw,nosuid,nodev,size={512 << 20}"]
+    assert option_values(argv, "--shm-size") == [str(512 << 20)]

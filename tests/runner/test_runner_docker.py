@@ -4,6 +4,9 @@ The image is built offline from a minimal Debian (debootstrap, python3 only) wit
 package copied in, then ``docker import``-ed. The run goes through the same executor as every
 other run: workspace, validation server behind its relay, grading in a separate process. A
 harness SIGKILLed during a run leaves no container running (the shim holds its lifeline socket).
+A run folder whose path holds a comma and a quote is mounted whole; an agent with network cannot
+reach a service on the host's own address on its bridge (and reaches it once the firewall is
+removed: the rules are what holds), and where the firewall cannot be installed the run is refused.
 """
 
 from __future__ import annotations
@@ -11,9 +14,11 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tarfile
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,8 +29,14 @@ import rexmle
 from rexmle.agents.registry import load_agent
 from rexmle.runner.executor import RunJob, RunOptions, execute_run
 from rexmle.runner.records import RunConfig, run_dir
+from rexmle.runner.sandbox import SandboxRequest, docker_network
 from rexmle.runner.sandbox import docker as docker_module
 from rexmle.runner.sandbox.docker import DockerSandbox, agent_image
+from rexmle.runner.sandbox.docker_network import (
+    NETWORK_NAME,
+    ensure_agent_network,
+    remove_firewall,
+)
 from rexmle.runner.settings import RunSettings
 
 pytestmark = pytest.mark.slow
@@ -208,3 +219,93 @@ def test_the_container_ends_when_the_harness_is_killed(dummy_image: str, tmp_pat
             break
         time.sleep(0.5)
     assert running == []  # no docker rm ran: the shim saw the lifeline end and the container ended
+
+
+def _sandbox_request(folder: Path, command: str, image: str, **more: object) -> SandboxRequest:
+    workspace = folder / "workspace"
+    workspace.mkdir(parents=True)
+    fields: dict[str, object] = {
+        "argv": ["/bin/sh", "-c", command],
+        "env": {"PATH": "/usr/bin:/bin"},
+        "workspace": workspace,
+        "stdout_path": folder / "out.log",
+        "stderr_path": folder / "err.log",
+        "time_limit_s": 120.0,
+        "image": image,
+        **more,
+    }
+    return SandboxRequest(**fields)  # type: ignore[arg-type]
+
+
+def test_a_run_folder_with_a_comma_and_a_quote_is_mounted_whole(dummy_image: str, tmp_path: Path):
+    folder = tmp_path / 'runs,readonly,"g"' / "seed-0"
+    request = _sandbox_request(folder, "echo inside > written; pwd", dummy_image)
+    (request.workspace / "data").mkdir()
+    (request.workspace / "data" / "public.txt").write_text("public")
+    result = DockerSandbox().run(request)
+    assert result.exit_code == 0, (result.error, (folder / "err.log").read_text())
+    assert (request.workspace / "written").read_text() == "inside\n"  # writable, the whole path
+    assert (folder / "out.log").read_text().strip() == str(request.workspace.resolve())
+
+
+REACH = (
+    "python3 -c 'import socket, sys; socket.create_connection((sys.argv[1], int(sys.argv[2])), 3)'"
+    " {host} {port} && echo reach yes || echo reach no"
+)
+
+
+def _gateway() -> str:
+    done = subprocess.run(
+        ["docker", "network", "inspect", NETWORK_NAME, "--format",
+         "{{(index .IPAM.Config 0).Gateway}}"],
+        capture_output=True, text=True, timeout=60, check=True,
+    )  # fmt: skip
+    return done.stdout.strip()
+
+
+def test_an_agent_with_network_cannot_reach_the_host(dummy_image: str, tmp_path: Path):
+    if os.geteuid() != 0 or shutil.which("iptables") is None:
+        pytest.skip("the agents' network needs iptables as root")
+    ensure_agent_network("docker")
+    # a host service on the host's address on the agents' bridge (reachable from nowhere else)
+    listener = socket.create_server((_gateway(), 0))
+    port = listener.getsockname()[1]
+    accepted: list[object] = []
+    threading.Thread(target=lambda: accepted.append(listener.accept()), daemon=True).start()
+    try:
+        command = REACH.format(host=_gateway(), port=port)
+        result = DockerSandbox().run(
+            _sandbox_request(tmp_path / "net", command, dummy_image, network=True)
+        )
+        assert result.exit_code == 0, (tmp_path / "net" / "err.log").read_text()
+        assert (tmp_path / "net" / "out.log").read_text().strip() == "reach no"
+        assert accepted == []
+        # the same container without the firewall reaches the host: the rules are what holds
+        remove_firewall()
+        plain = subprocess.run(
+            ["docker", "run", "--rm", "--network", NETWORK_NAME, dummy_image,
+             "/bin/sh", "-c", command],
+            capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+        assert plain.stdout.strip() == "reach yes", plain.stderr
+    finally:
+        remove_firewall()
+        listener.close()
+        subprocess.run(["docker", "network", "rm", NETWORK_NAME], capture_output=True, timeout=60)
+
+
+def test_an_agent_network_that_cannot_be_kept_from_the_host_is_refused(
+    dummy_image: str, tmp_path: Path, monkeypatch
+):
+    real_which = shutil.which
+    monkeypatch.setattr(
+        docker_network.shutil,
+        "which",
+        lambda name: None if name == "iptables" else real_which(name),
+    )
+    result = DockerSandbox().run(
+        _sandbox_request(tmp_path / "net", "echo ran", dummy_image, network=True)
+    )
+    assert result.exit_code is None
+    assert "iptables is not installed" in (result.error or "")
+    assert not (tmp_path / "net" / "out.log").exists()  # no container was started

@@ -37,16 +37,18 @@ class SandboxLimits:
     """Resource caps of one sandboxed run (recorded in run.json under ``sandbox.limits``)."""
 
     tmp_bytes: int = 4 << 30
-    """Size of each private tmpfs the agent may write (``/tmp``, ``/var/tmp``); bwrap only."""
+    """Size of each private tmpfs the agent may write (``/tmp``, ``/var/tmp``; bwrap and docker),
+    at most the run's memory limit."""
     shm_bytes: int = 2 << 30
-    """Size of ``/dev/shm`` (bwrap only)."""
+    """Size of ``/dev/shm`` (bwrap and docker), at most the run's memory limit."""
     max_processes: int = 8192
-    """RLIMIT_NPROC of the agent (processes and threads of its uid; bwrap only)."""
+    """Processes and threads of the run: its cgroup's ``pids.max`` where it has one (every
+    process, any uid; local and bwrap), docker's ``--pids-limit``, else RLIMIT_NPROC (bwrap)."""
     log_bytes: int = 64 << 20
     """Bytes of stdout and of stderr copied into the run's logs; the rest is dropped."""
 
 
-def recorded_limits(limits: SandboxLimits, kind: str) -> dict[str, int | None]:
+def recorded_limits(limits: SandboxLimits, kind: str) -> dict[str, int | str | None]:
     """The limits as run.json records them: those a ``kind`` of sandbox does not enforce are None."""
     enforced_by_bwrap_only = kind != "bwrap"
     return {
@@ -103,6 +105,8 @@ class SandboxResult:
     """Processes still alive at the limit (or after the command ended) and killed."""
     error: str | None = None
     """Why the command could not start, when it could not."""
+    limits: dict[str, int | str | None] | None = None
+    """The limits that held and what held them (run.json ``sandbox.limits``); None: as planned."""
 
 
 @dataclass(frozen=True)

@@ -20,15 +20,17 @@ the runs root or the checkout appears in the agent's argv or environment; the da
 the runs root are not mounted at all (a tmpfs hides one only where it lies under a mounted
 folder).
 
-Every capability is dropped (``--cap-drop ALL``); PID, IPC, UTS and network namespaces are
-private. The shim runs as PID 1 (``--as-pid-1``), not dumpable, so the agent can neither ptrace
-nor signal it; when the harness runs as root the agent runs under a private uid (a fresh one per
-run) with a process limit (RLIMIT_NPROC). Network: off (only the relays to the validation
-server and the gateway), or, when the agent asks for it, outbound only through slirp4netns with
-host loopback disabled: the host's 127.0.0.1 services and abstract unix sockets stay out of
-reach either way. The sandbox dies with the harness: ``--die-with-parent``, and the shim's lifeline
-(:mod:`rexmle.runner.sandbox.lifeline`), which also sees a harness that died while bwrap
-was still starting.
+Every capability is dropped (``--cap-drop ALL``); PID, IPC, UTS and network namespaces are private.
+The shim runs as PID 1 (``--as-pid-1``), not dumpable, so the agent can neither ptrace nor signal
+it; when the harness runs as root the agent runs under a private uid (a fresh one per run). Memory
+and processes are held by the run's cgroup (:mod:`rexmle.runner.sandbox.cgroups`: tmpfs pages and
+every process count; ``/tmp``, ``/var/tmp`` and ``/dev/shm`` are each sized within the memory
+limit), and only where no cgroup can be made by RLIMIT_AS and RLIMIT_NPROC. Network: off (only the
+relays to the validation server and the gateway), or, when the agent asks for it, outbound only
+through slirp4netns with host loopback disabled: the host's 127.0.0.1 services and abstract unix
+sockets stay out of reach either way. The sandbox dies with the harness: ``--die-with-parent``, and
+the shim's lifeline (:mod:`rexmle.runner.sandbox.lifeline`), which also sees a harness that died
+while bwrap was still starting.
 """
 
 from __future__ import annotations
@@ -42,11 +44,12 @@ import secrets
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import rexmle
 from rexmle.runner.sandbox import Sandbox, SandboxInfo, SandboxRequest, SandboxResult
+from rexmle.runner.sandbox.cgroups import HeldLimits, hold_limits
 from rexmle.runner.sandbox.lifeline import PipeLifeline
 from rexmle.runner.sandbox.local import run_process_group, shim_argv
 from rexmle.runner.trees import walk_tree
@@ -394,6 +397,15 @@ class BwrapSandbox(Sandbox):
             return SandboxResult(
                 exit_code=None, timed_out=False, cancelled=False, seconds=0.0, error=problem
             )
+        held = hold_limits(request, processes=True)
+        try:
+            result = self._run(replace(request, limits=held.limits), held)
+        except BaseException:
+            held.abandon()
+            raise
+        return held.finish(result, private_tmp=True, stderr_path=request.stderr_path)
+
+    def _run(self, request: SandboxRequest, held: HeldLimits) -> SandboxResult:
         layout = SandboxLayout()
         argv = bwrap_argv(request, layout)
         uid = private_uid()
@@ -401,9 +413,11 @@ class BwrapSandbox(Sandbox):
             argv += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
         if uid is not None:
             give_workspace(request.workspace, uid)
-        max_processes = request.limits.max_processes
-        if uid is None:
-            max_processes += _user_process_count(os.getuid())
+        max_processes: int | None = None
+        if held.rlimit_processes:  # no pids cgroup: RLIMIT_NPROC, which counts per uid
+            max_processes = request.limits.max_processes
+            if uid is None:
+                max_processes += _user_process_count(os.getuid())
         _, gpu_env = gpu_devices(request.env)
         env = {key: layout.inside(value) for key, value in {**request.env, **gpu_env}.items()}
         if request.harness_package:
@@ -414,7 +428,7 @@ class BwrapSandbox(Sandbox):
         lifeline = PipeLifeline()  # bwrap passes inherited descriptors on to the shim
         inner = shim_argv(
             [layout.inside(part) for part in request.argv],
-            memory_limit_mb=request.memory_limit_mb,
+            memory_limit_mb=held.rlimit_memory_mb,
             relays=request.relays,
             uid=uid,
             max_processes=max_processes,
@@ -436,6 +450,7 @@ class BwrapSandbox(Sandbox):
                 pass_fds=pass_fds,
                 on_start=None if network is None else network.attach,
                 lifeline=lifeline,
+                cgroup=held.cgroup,
             )
         finally:
             if network is not None:

@@ -11,11 +11,17 @@
   lifeline socket read-only. Never the data root, a run's ``private/``, another run or a home
   folder;
 - ``--network none`` unless the agent has network; the relays (``shim.py --relay``) keep the
-  validation and gateway URLs working inside;
+  validation and gateway URLs working inside; an agent with network is on the agents' own
+  network, outbound only, the host and private ranges out of reach
+  (:mod:`rexmle.runner.sandbox.docker_network`), never on docker's default bridge;
+- every ``--mount`` value written as docker parses it (a CSV record: a path with a comma or a
+  quote is quoted; one with a control character is refused, :func:`mount_value`);
 - the run's GPUs by device id (``--gpus device=0,1`` from the request's ``CUDA_VISIBLE_DEVICES``;
   inside, the container numbers them from 0, so ``CUDA_VISIBLE_DEVICES`` is renumbered);
 - ``--memory`` (and the same ``--memory-swap``: no swap), ``--cpus``, ``--pids-limit`` (the
-  request's ``limits.max_processes``), ``/tmp`` and ``/dev/shm`` sized by its limits;
+  request's ``limits.max_processes``), ``/tmp`` and ``/dev/shm`` sized by its limits and within
+  the memory limit: the container's cgroup counts its tmpfs pages and every process, so the shim
+  sets no RLIMIT_AS;
 - the caller's uid:gid, ``--cap-drop ALL``, ``--security-opt no-new-privileges``, a read-only
   root and a private ``/tmp``; ``--init`` so orphans are reaped.
 
@@ -29,7 +35,9 @@ and, when the harness is gone, kills what it started and exits, and ``--init`` t
 
 from __future__ import annotations
 
+import csv
 import functools
+import io
 import os
 import shutil
 import subprocess
@@ -39,7 +47,18 @@ from dataclasses import replace
 from pathlib import Path
 
 import rexmle
-from rexmle.runner.sandbox import Sandbox, SandboxInfo, SandboxRequest, SandboxResult
+from rexmle.runner.sandbox import (
+    Sandbox,
+    SandboxInfo,
+    SandboxLimits,
+    SandboxRequest,
+    SandboxResult,
+)
+from rexmle.runner.sandbox.docker_network import (
+    NETWORK_NAME,
+    NetworkUnavailable,
+    ensure_agent_network,
+)
 from rexmle.runner.sandbox.lifeline import SocketLifeline
 from rexmle.runner.sandbox.local import run_process_group
 
@@ -86,18 +105,22 @@ def container_gpus(env: dict[str, str]) -> list[str]:
     return [part.strip() for part in value.split(",") if part.strip()]
 
 
-def inner_argv(request: SandboxRequest, lifeline: SocketLifeline | None = None) -> list[str]:
+def inner_argv(
+    request: SandboxRequest, lifeline: SocketLifeline | None = None, *, rlimit_memory: bool = True
+) -> list[str]:
     """The command run inside: the image's interpreter for the harness's, wrapped in the shim
-    (RLIMIT_AS, relays, the harness's ``lifeline``) when any of them is asked for.
+    (RLIMIT_AS unless ``rlimit_memory`` is False, relays, the harness's ``lifeline``) when any of
+    them is asked for.
     """
     argv = [CONTAINER_PYTHON if part == sys.executable else part for part in request.argv]
     relays = () if request.network else request.relays
-    if request.memory_limit_mb is None and not relays and lifeline is None:
+    memory = request.memory_limit_mb if rlimit_memory else None
+    if memory is None and not relays and lifeline is None:
         return argv
     wrapped = [CONTAINER_PYTHON, SHIM_IN_CONTAINER]
     if lifeline is not None:
         wrapped += lifeline.shim_args()
-    if request.memory_limit_mb is not None:
+    if memory is not None:
         wrapped += ["--memory-limit-mb", str(request.memory_limit_mb)]
     for relay in relays:
         wrapped += ["--relay", f"{relay.port}={relay.socket}"]
@@ -137,9 +160,43 @@ def engine_refusal(problem: str | None, request: SandboxRequest) -> SandboxResul
     )
 
 
-def _bind(source: Path, *, readonly: bool) -> list[str]:
-    spec = f"type=bind,source={source},target={source}"
-    return ["--mount", spec + (",readonly" if readonly else "")]
+class UnmountablePath(ValueError):
+    """A host path that no ``--mount`` value can name (it holds a control character)."""
+
+
+def mount_value(fields: list[tuple[str, str | None]]) -> str:
+    """A ``--mount`` value: ``key=value`` fields as one CSV record, as docker parses it.
+
+    Docker reads the value with a CSV reader, so a field holding a comma or a double quote is
+    quoted (and its quotes doubled): ``"source=/runs/a,b"``. A value with a control character
+    (a newline, a tab, ...) is refused.
+
+    Raises:
+        UnmountablePath: a value holds a control character.
+    """
+    parts = []
+    for key, value in fields:
+        if value is not None and any(ord(c) < 32 or ord(c) == 127 for c in value):
+            msg = (
+                f"docker cannot mount {value!r}: the path holds a control character; "
+                "use a runs folder and data folder whose paths have none"
+            )
+            raise UnmountablePath(msg)
+        parts.append(key if value is None else f"{key}={value}")
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="").writerow(parts)
+    return buffer.getvalue()
+
+
+def _bind(source: Path, *, readonly: bool, target: Path | str | None = None) -> list[str]:
+    fields: list[tuple[str, str | None]] = [
+        ("type", "bind"),
+        ("source", str(source)),
+        ("target", str(target if target is not None else source)),
+    ]
+    if readonly:
+        fields.append(("readonly", None))
+    return ["--mount", mount_value(fields)]
 
 
 def docker_argv(
@@ -149,9 +206,17 @@ def docker_argv(
     name: str,
     cpus: float | None = None,
     lifeline: SocketLifeline | None = None,
+    network: str = NETWORK_NAME,
 ) -> list[str]:
-    """The complete ``docker run`` command line for ``request`` (see the module docstring)."""
-    limits = request.limits
+    """The complete ``docker run`` command line for ``request`` (see the module docstring).
+
+    ``network``: the docker network of an agent with network (made by
+    :func:`~rexmle.runner.sandbox.docker_network.ensure_agent_network`).
+
+    Raises:
+        UnmountablePath: a folder to mount has a path no ``--mount`` value can name.
+    """
+    limits = sized_limits(request)
     workspace = request.workspace.resolve()
     argv = [
         shutil.which("docker") or "docker",
@@ -174,7 +239,7 @@ def docker_argv(
         "--pids-limit",
         str(limits.max_processes),
         "--network",
-        "bridge" if request.network else "none",
+        network if request.network else "none",
         "--workdir",
         str(workspace),
     ]
@@ -188,10 +253,39 @@ def docker_argv(
         argv += ["--gpus", f"device={','.join(gpus)}"]
     for folder, readonly in container_binds(request, lifeline):
         argv += _bind(folder, readonly=readonly)
-    argv += ["--mount", f"type=bind,source={shim_source()},target={SHIM_IN_CONTAINER},readonly"]
+    argv += _bind(shim_source(), readonly=True, target=SHIM_IN_CONTAINER)
     for key in sorted(container_env(request.env)):
         argv += ["--env", key]
-    return [*argv, image, *inner_argv(request, lifeline)]
+    return [*argv, image, *inner_argv(request, lifeline, rlimit_memory=False)]
+
+
+def sized_limits(request: SandboxRequest) -> SandboxLimits:
+    """The request's limits with ``/tmp`` and ``/dev/shm`` sized within its memory limit."""
+    limits = request.limits
+    if request.memory_limit_mb is None:
+        return limits
+    memory = request.memory_limit_mb << 20
+    return replace(
+        limits, tmp_bytes=min(limits.tmp_bytes, memory), shm_bytes=min(limits.shm_bytes, memory)
+    )
+
+
+def held_limits(request: SandboxRequest) -> dict[str, int | str | None]:
+    """What run.json records under ``sandbox.limits`` for a docker run: the container's cgroup
+    (``--memory``, ``--pids-limit``) holds memory, tmpfs pages included, and processes.
+    """
+    limits = sized_limits(request)
+    memory = None if request.memory_limit_mb is None else request.memory_limit_mb << 20
+    return {
+        "memory_bytes": memory,
+        "memory_held_by": None if memory is None else "docker",
+        "max_processes": limits.max_processes,
+        "max_processes_held_by": "docker",
+        "tmp_bytes": limits.tmp_bytes,
+        "shm_bytes": limits.shm_bytes,
+        "log_bytes": limits.log_bytes,
+        "cgroup_problem": None,
+    }
 
 
 def container_env(env: dict[str, str]) -> dict[str, str]:
@@ -217,8 +311,13 @@ class DockerSandbox(Sandbox):
         self.cpus = cpus
 
     def info(self, *, network: bool) -> SandboxInfo:
-        """Filesystem isolated; network isolated when the agent has none."""
-        return SandboxInfo(kind="docker", isolated=True, network_isolated=not network)
+        """Filesystem isolated; network off, or outbound only on the agents' network."""
+        return SandboxInfo(
+            kind="docker",
+            isolated=True,
+            network_isolated=True,
+            network="isolated-outbound" if network else "off",
+        )
 
     def run(self, request: SandboxRequest) -> SandboxResult:
         """Run the command in a fresh container under the request's limits."""
@@ -226,16 +325,35 @@ class DockerSandbox(Sandbox):
         if refused is not None:
             return refused
         name = f"rexmle-{uuid.uuid4().hex[:16]}"
-        lifeline = SocketLifeline()
-        argv = docker_argv(
-            request, image=str(request.image), name=name, cpus=self.cpus, lifeline=lifeline
-        )
         client_env = {**container_env(request.env), "PATH": os.environ.get("PATH", "/usr/bin:/bin")}
         for key in ("DOCKER_HOST", "DOCKER_CONFIG", "DOCKER_CONTEXT"):
             if key in os.environ:
                 client_env[key] = os.environ[key]
+        docker = shutil.which("docker") or "docker"
+        lifeline = SocketLifeline()
         try:
-            return run_process_group(replace(request, env=client_env), argv, lifeline=lifeline)
+            network = ensure_agent_network(docker, client_env) if request.network else "none"
+            argv = docker_argv(
+                request,
+                image=str(request.image),
+                name=name,
+                cpus=self.cpus,
+                lifeline=lifeline,
+                network=network,
+            )
+        except (UnmountablePath, NetworkUnavailable) as error:
+            lifeline.cut()
+            what = "network" if isinstance(error, NetworkUnavailable) else "mounts"
+            return SandboxResult(
+                exit_code=None,
+                timed_out=False,
+                cancelled=False,
+                seconds=0.0,
+                error=f"the docker sandbox cannot set up the agent's {what}: {error}",
+            )
+        try:
+            result = run_process_group(replace(request, env=client_env), argv, lifeline=lifeline)
+            return replace(result, limits=held_limits(request))
         finally:
             subprocess.run(
                 [shutil.which("docker") or "docker", "rm", "-f", name],

@@ -7,7 +7,9 @@ command left behind, even a double-forked daemon that scrubbed its environment, 
 ends or the harness goes away (also when the harness died while the shim was still starting).
 At the limit every process of the session and process group, every descendant found in ``/proc``
 and every process carrying the token gets SIGTERM, then SIGKILL after a grace period.
-Stdout and stderr are copied into the logs up to a cap. An optional memory limit is RLIMIT_AS.
+Stdout and stderr are copied into the logs up to a cap. The run has its own cgroup where one can
+be made (:mod:`rexmle.runner.sandbox.cgroups`: the memory limit and a process cap over every
+process); elsewhere an optional memory limit is RLIMIT_AS.
 This sandbox does NOT isolate the filesystem, the network, or the harness from the agent (same
 uid: the agent may kill the shim and then outlive the run); every run records that warning.
 """
@@ -27,7 +29,9 @@ import uuid
 from collections.abc import Callable
 from typing import IO, cast
 
+from rexmle.runner.limits import limited_argv
 from rexmle.runner.sandbox import Relay, Sandbox, SandboxInfo, SandboxRequest, SandboxResult
+from rexmle.runner.sandbox.cgroups import RunCgroup, hold_limits
 from rexmle.runner.sandbox.lifeline import PipeLifeline, SocketLifeline
 from rexmle.runner.sandbox.shim import process_table
 
@@ -171,8 +175,12 @@ def run_process_group(
     pass_fds: tuple[int, ...] = (),
     on_start: Callable[[], None] | None = None,
     lifeline: PipeLifeline | SocketLifeline | None = None,
+    cgroup: RunCgroup | None = None,
 ) -> SandboxResult:
     """Start ``argv`` in a new session and enforce the request's time limit and cancel event.
+
+    With ``cgroup``, ``argv`` starts inside it (through the launcher of
+    :mod:`rexmle.runner.limits`): every process of the run is born in the run's cgroup.
 
     The agent's stdout and stderr come through pipes: the harness copies each into its log
     file up to ``request.limits.log_bytes``, then writes one line saying the cap was reached
@@ -182,6 +190,8 @@ def run_process_group(
     """
     if isinstance(lifeline, PipeLifeline):
         pass_fds = (*pass_fds, lifeline.shim_fd)
+    if cgroup is not None:
+        argv = limited_argv(argv, memory_bytes=None, cgroup_args=cgroup.launcher_args())
     try:
         return _run_process_group(request, argv, env=env, pass_fds=pass_fds, on_start=on_start)
     finally:
@@ -295,9 +305,15 @@ class LocalSandbox(Sandbox):
                 seconds=0.0,
                 error=f"cannot start {program!r}: not found or not executable",
             )
+        held = hold_limits(request, processes=False)
         lifeline = PipeLifeline()
-        argv = shim_argv(request.argv, memory_limit_mb=request.memory_limit_mb, lifeline=lifeline)
-        return run_process_group(request, argv, lifeline=lifeline)
+        argv = shim_argv(request.argv, memory_limit_mb=held.rlimit_memory_mb, lifeline=lifeline)
+        try:
+            result = run_process_group(request, argv, lifeline=lifeline, cgroup=held.cgroup)
+        except BaseException:
+            held.abandon()
+            raise
+        return held.finish(result, private_tmp=False, stderr_path=request.stderr_path)
 
 
 LOCAL_WARNING = (
