@@ -6,7 +6,7 @@ gateway's state folder (:func:`register`); the proxy's callback looks the token 
 holds back or refuses each call (:meth:`RunMeter.admit`), appends one usage line per call to the
 run's ``llm_usage.jsonl`` and the bodies to its trajectory (:meth:`RunMeter.record`), and writes
 the run's stop file once its budget is spent or its rate cap trips. The harness watches that
-file, and ``runs/<token id>.busy``, which exists while the run has calls in flight.
+file, and ``runs/<token id>.busy``, which holds the number of the run's calls in flight.
 
 Definitions:
     cost_usd = ((tokens_in - tokens_cached) * input + tokens_cached * cached_input
@@ -250,6 +250,26 @@ class RunMeter:
         """Sums of the calls past the usage log's cap (None until it is full)."""
         self.stopped: str | None = None
         self._lock = threading.Lock()
+        self._busy_fd: int | None = None
+        self._files: dict[str, Any] = {}
+        """Open append handles of the usage log and the trajectory (one open per run)."""
+
+    def _append(self, path: str, text: str) -> None:
+        handle = self._files.get(path)
+        if handle is None:
+            handle = self._files[path] = open(path, "a", encoding="utf-8")  # noqa: SIM115
+        handle.write(text)
+        handle.flush()
+
+    def close(self) -> None:
+        """Close the run's files (the meter is forgotten)."""
+        with self._lock:
+            for handle in self._files.values():
+                handle.close()
+            self._files.clear()
+            if self._busy_fd is not None:
+                os.close(self._busy_fd)
+                self._busy_fd = None
 
     def _stop(self, reason: str) -> None:
         if self.stopped is None:
@@ -323,11 +343,12 @@ class RunMeter:
             self._write_busy()
 
     def _write_busy(self) -> None:
-        """The busy file holds the number of calls in flight; it is gone when there is none."""
-        if self.in_flight:
-            _replace_atomically(self.entry.busy_path, f"{len(self.in_flight)}\n")
-        else:
-            self.entry.busy_path.unlink(missing_ok=True)
+        """The busy file holds the number of calls in flight, rewritten in place (one small
+        ``pwrite``: the harness reads it when the run ends).
+        """
+        if self._busy_fd is None:
+            self._busy_fd = os.open(self.entry.busy_path, os.O_RDWR | os.O_CREAT, 0o600)
+        os.pwrite(self._busy_fd, f"{len(self.in_flight):>12}\n".encode("ascii"), 0)
 
     def busy(self) -> bool:
         """Whether the run has calls in flight."""
@@ -367,16 +388,14 @@ class RunMeter:
             text = redact(json.dumps(asdict(line)), self.secrets) + "\n"
             size = len(text.encode("utf-8"))
             if self.usage_bytes + size <= self.entry.usage_max_bytes:
-                with open(path, "a", encoding="utf-8") as handle:
-                    handle.write(text)
+                self._append(self.entry.usage_path, text)
                 self.usage_bytes += size
                 return
             self.overflow = {"calls": 0, "calls_refused": 0, "calls_failed": 0}
             self.overflow.update(dict.fromkeys(SUMMED_FIELDS, 0))
             overflow_name = path.name + OVERFLOW_SUFFIX
             mark = {"note": f"{USAGE_TRUNCATED_MARK} {overflow_name}]"}
-            with open(path, "a", encoding="utf-8") as handle:
-                handle.write(json.dumps(mark) + "\n")
+            self._append(self.entry.usage_path, json.dumps(mark) + "\n")
         self.overflow["calls"] += 1
         self.overflow["calls_refused"] += line.status == "refused"
         self.overflow["calls_failed"] += line.status == "error"
@@ -390,12 +409,11 @@ class RunMeter:
             return
         text = redact(json.dumps(bounded(trajectory)), self.secrets) + "\n"
         size = len(text.encode("utf-8"))
-        with open(self.entry.trajectory_path, "a", encoding="utf-8") as handle:
-            if self.trajectory_bytes + size > self.entry.trajectory_max_bytes:
-                self.trajectory_truncated = True
-                handle.write(json.dumps({"note": TRUNCATED_MARK}) + "\n")
-                return
-            handle.write(text)
+        if self.trajectory_bytes + size > self.entry.trajectory_max_bytes:
+            self.trajectory_truncated = True
+            self._append(self.entry.trajectory_path, json.dumps({"note": TRUNCATED_MARK}) + "\n")
+            return
+        self._append(self.entry.trajectory_path, text)
         self.trajectory_bytes += size
 
 
@@ -428,7 +446,9 @@ class Registry:
                 meter = self._meters.get(key)
                 if meter is not None and meter.busy():
                     return None if registered else meter
-                self._meters.pop(key, None)
+                if meter is not None:
+                    meter.close()
+                    del self._meters[key]
                 return None
             if key in self._meters:
                 return self._meters[key]
