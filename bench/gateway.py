@@ -1,12 +1,21 @@
-"""LLM gateway figures: per-call overhead against direct calls, start time, memory, env install.
+"""LLM gateway figures, before and after a change, measured in the same run on the same machine.
 
-Run: ``.venv/bin/python bench/gateway.py [--calls 200] [--cold-install]``. A scripted stand-in
-(``rexmle.llm.standin``) answers on 127.0.0.1; the same chat completion (plain, then streamed)
-is sent ``--calls`` times directly to the stand-in and through a real gateway (LiteLLM proxy,
-metering callback writing usage lines), one call at a time. Reported: p50/p95 latency of both and
-their difference, the gateway's start time (process start to first healthy answer), its resident
-memory (proxy process group, after the calls), and the time to install its environment (warm:
-already installed; ``--cold-install`` installs into a fresh folder, re-using uv's download cache).
+Run: ``.venv/bin/python bench/gateway.py [--calls 200] [--before REV] [--cold-install]``. Each
+side runs in its own process: the working tree ("after") and, with ``--before``, the ``rexmle``
+package of commit REV (``git archive``, same gateway lock, so the same LiteLLM environment). A
+scripted stand-in (``rexmle.llm.standin``) answers on 127.0.0.1. Figures:
+
+- per-call overhead: the same chat completion (plain, then streamed) sent ``--calls`` times, one
+  at a time on a kept-alive connection, directly to the stand-in and through a real gateway
+  (LiteLLM proxy, metering callback writing usage lines): p50/p95 of both and their difference;
+- the gateway's start time (process start to first healthy answer) and its resident memory
+  (proxy process group, after the calls);
+- budget overshoot: 40 calls sent at once to a stand-in that answers each after 0.5 s, for a run
+  whose budget (0.05 USD) leaves room for 4.995 calls of 0.01001 USD: the calls that reached the
+  upstream, those beyond the 5 the budget allows, the USD spent past the budget, and the calls the
+  run's totals hold when they are taken as the harness does, once the gateway stops the run;
+- the time to install the gateway's environment (warm: already installed; ``--cold-install``
+  installs into a fresh folder, re-using uv's download cache).
 """
 
 from __future__ import annotations
@@ -14,19 +23,41 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
+import math
 import os
 import platform
 import statistics
+import subprocess
+import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
-
-from rexmle.llm.config import parse_llm_config
-from rexmle.llm.environment import install_gateway
-from rexmle.llm.gateway import Gateway
-from rexmle.llm.standin import Reply, ScriptedUpstream
+from typing import Any
 
 KEY_ENV = "REXMLE_BENCH_STANDIN_KEY"
+REPO = Path(__file__).resolve().parent.parent
+OVERSHOOT_BUDGET_USD = 0.05
+OVERSHOOT_CALLS = 40
+OVERSHOOT_DELAY_S = 0.5
+LONG_PROMPT = {
+    "model": "gw/gpt-5",
+    "max_tokens": 10,
+    "messages": [{"role": "user", "content": "word " * 8000}],
+}
+CALL_USD = (8000 * 1.25 + 1 * 10.0) / 1e6
+"""One LONG_PROMPT call answered "ok": 8000 input tokens, 1 output token at 1.25 / 10 per 1M."""
+
+
+def post(port: int, path: str, body: dict[str, Any], token: str) -> int:
+    """The status of one call on a fresh connection."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    headers = {"Content-Type": "application/json", "Authorization": f"Bearer {token}"}
+    connection.request("POST", path, json.dumps(body), headers)
+    answer = connection.getresponse()
+    answer.read()
+    connection.close()
+    return answer.status
 
 
 def timed_calls(port: int, path: str, body: dict[str, object], token: str, n: int) -> list[float]:
@@ -70,23 +101,50 @@ def rss_mb(pgid: int) -> float:
     return total_kb / 1024.0
 
 
-def main() -> None:
-    """Print the figures (see the module docstring)."""
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--calls", type=int, default=200)
-    parser.add_argument("--cold-install", action="store_true")
-    options = parser.parse_args()
-    print(
-        f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
-    )
-    started = time.monotonic()
+def overshoot(gateway: Any, upstream: Any, folder: Path) -> dict[str, float]:
+    """40 parallel calls against a slow stand-in for a run with room for 4.995 calls."""
+    from rexmle.llm.config import Limits
+    from rexmle.llm.standin import Reply
+
+    run = folder / "overshoot"
+    run.mkdir()
+    limits = Limits(budget_usd=OVERSHOOT_BUDGET_USD, max_calls_per_minute=None)
+    link = gateway.register("overshoot", run, socket_dir=run, limits=limits)
+    upstream.reset(default=Reply(text="ok", delay_s=OVERSHOOT_DELAY_S))
+    workers = [
+        threading.Thread(
+            target=post,
+            args=(gateway.port, "/v1/chat/completions", LONG_PROMPT, link.token),
+        )
+        for _ in range(OVERSHOOT_CALLS)
+    ]
+    for worker in workers:
+        worker.start()
+    deadline = time.monotonic() + 120
+    while not link.stop_path.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    recorded = link.totals()  # what the harness does once the gateway stops the run
+    for worker in workers:
+        worker.join()
+    reached = len(upstream.completion_requests())
+    allowed = math.ceil(OVERSHOOT_BUDGET_USD / CALL_USD)
+    return {
+        "reached": reached,
+        "past_cap_calls": reached - allowed,
+        "past_cap_usd": reached * CALL_USD - OVERSHOOT_BUDGET_USD,
+        "recorded": recorded.calls - recorded.calls_refused,
+    }
+
+
+def measure(calls: int) -> dict[str, float]:
+    """Every figure of the module docstring but the install times, for the code importable."""
+    from rexmle.llm.config import parse_llm_config
+    from rexmle.llm.environment import install_gateway
+    from rexmle.llm.gateway import Gateway
+    from rexmle.llm.standin import Reply, ScriptedUpstream
+
     env, _ = install_gateway()
-    print(f"env install (warm): {time.monotonic() - started:.2f} s")
-    if options.cold_install:
-        with tempfile.TemporaryDirectory(dir=Path.home()) as cache:
-            started = time.monotonic()
-            install_gateway(Path(cache))
-            print(f"env install (cold folder, uv cache warm): {time.monotonic() - started:.1f} s")
+    figures: dict[str, float] = {}
     reply = Reply(text="a reply of about twelve words to measure the overhead of the gateway")
     os.environ[KEY_ENV] = "sk-bench-key-0123456789"
     with ScriptedUpstream(default=reply, api_keys={os.environ[KEY_ENV]}) as upstream:
@@ -101,7 +159,7 @@ limits: {{budget_usd: 1000.0, max_calls_per_minute: 100000}}
             "bench",
         )
         with Gateway(config, env=env) as gateway, tempfile.TemporaryDirectory() as folder:
-            print(f"gateway start: {gateway.startup_s:.1f} s")
+            figures["start_s"] = gateway.startup_s
             link = gateway.register("bench", Path(folder), socket_dir=Path(folder))
             for stream in (False, True):
                 body = {
@@ -110,25 +168,130 @@ limits: {{budget_usd: 1000.0, max_calls_per_minute: 100000}}
                     "stream": stream,
                 }
                 direct_body = {**body, "model": "gpt-5"}
-                timed_calls(gateway.port, "/v1/chat/completions", body, link.token, 10)  # warm-up
+                timed_calls(gateway.port, "/v1/chat/completions", body, link.token, 20)  # warm-up
                 direct = timed_calls(
-                    upstream.port, "/v1/chat/completions", direct_body, os.environ[KEY_ENV],
-                    options.calls,
-                )  # fmt: skip
-                through = timed_calls(
-                    gateway.port, "/v1/chat/completions", body, link.token, options.calls
+                    upstream.port, "/v1/chat/completions", direct_body, os.environ[KEY_ENV], calls
                 )
+                through = timed_calls(gateway.port, "/v1/chat/completions", body, link.token, calls)
                 kind = "streamed" if stream else "plain"
                 for q in (0.5, 0.95):
                     d, g = percentile_ms(direct, q), percentile_ms(through, q)
-                    print(
-                        f"{kind} p{round(q * 100)}: direct {d:.2f} ms, gateway {g:.2f} ms, "
-                        f"overhead {g - d:.2f} ms ({options.calls} calls)"
-                    )
+                    name = f"{kind}_p{round(q * 100)}"
+                    figures[f"{name}_direct_ms"] = d
+                    figures[f"{name}_gateway_ms"] = g
+                    figures[f"{name}_overhead_ms"] = g - d
             assert gateway.process is not None
-            print(f"gateway RSS after the calls: {rss_mb(gateway.process.pid):.0f} MiB")
-            lines = (Path(folder) / "llm_usage.jsonl").read_text().splitlines()
-            print(f"usage lines written: {len(lines)}")
+            figures["rss_mib"] = rss_mb(gateway.process.pid)
+            figures.update(
+                {f"overshoot_{k}": v for k, v in overshoot(gateway, upstream, Path(folder)).items()}
+            )
+    return figures
+
+
+def run_side(root: Path, calls: int) -> dict[str, float]:
+    """:func:`measure` in a fresh process importing ``rexmle`` from ``root``."""
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    done = subprocess.run(
+        [sys.executable, str(Path(__file__).resolve()), "--calls", str(calls), "--json"],
+        env=env, cwd=root, capture_output=True, text=True, timeout=1800, check=False,
+    )  # fmt: skip
+    if done.returncode != 0:
+        msg = f"the measurement with the code in {root} failed:\n{done.stderr[-3000:]}"
+        raise RuntimeError(msg)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+ROWS = (
+    ("plain p50: direct / gateway / overhead (ms)", "plain_p50"),
+    ("plain p95: direct / gateway / overhead (ms)", "plain_p95"),
+    ("streamed p50: direct / gateway / overhead (ms)", "streamed_p50"),
+    ("streamed p95: direct / gateway / overhead (ms)", "streamed_p95"),
+)
+
+
+def table(sides: dict[str, dict[str, float]], calls: int) -> str:
+    """The figures of each side as a Markdown table."""
+    names = list(sides)
+    lines = [
+        f"| figure ({calls} calls) | " + " | ".join(names) + " |",
+        "|---" * (1 + len(names)) + "|",
+    ]
+    for label, key in ROWS:
+        cells = [
+            f"{s[key + '_direct_ms']:.2f} / {s[key + '_gateway_ms']:.2f} / **{s[key + '_overhead_ms']:.2f}**"
+            for s in sides.values()
+        ]
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    lines.append(
+        "| gateway start (s) | " + " | ".join(f"{s['start_s']:.1f}" for s in sides.values()) + " |"
+    )
+    lines.append(
+        "| gateway RSS after the calls (MiB) | "
+        + " | ".join(f"{s['rss_mib']:.0f}" for s in sides.values())
+        + " |"
+    )
+    lines.append(
+        f"| {OVERSHOOT_CALLS} parallel calls, budget {OVERSHOOT_BUDGET_USD} USD: reached the upstream | "
+        + " | ".join(f"{s['overshoot_reached']:.0f}" for s in sides.values())
+        + " |"
+    )
+    lines.append(
+        "| calls / USD past the budget | "
+        + " | ".join(
+            f"{s['overshoot_past_cap_calls']:.0f} / {s['overshoot_past_cap_usd']:.5f}"
+            for s in sides.values()
+        )
+        + " |"
+    )
+    lines.append(
+        "| answered calls in the run's totals | "
+        + " | ".join(f"{s['overshoot_recorded']:.0f}" for s in sides.values())
+        + " |"
+    )
+    return "\n".join(lines)
+
+
+def checkout(rev: str, into: Path) -> Path:
+    """The ``rexmle`` package of commit ``rev``, extracted under ``into``."""
+    archive = subprocess.run(
+        ["git", "-C", str(REPO), "archive", rev, "rexmle"], capture_output=True, check=True
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+    return into
+
+
+def main() -> None:
+    """Print the figures (see the module docstring)."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--calls", type=int, default=200)
+    parser.add_argument("--before", default=None, help="a commit to measure first, e.g. main")
+    parser.add_argument("--cold-install", action="store_true")
+    parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
+    options = parser.parse_args()
+    if options.json:
+        print(json.dumps(measure(options.calls)))
+        return
+    from rexmle.llm.environment import install_gateway
+
+    print(
+        f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+    )
+    started = time.monotonic()
+    install_gateway()
+    print(f"env install (warm): {time.monotonic() - started:.2f} s")
+    if options.cold_install:
+        with tempfile.TemporaryDirectory(dir=Path.home()) as cache:
+            started = time.monotonic()
+            install_gateway(Path(cache))
+            print(f"env install (cold folder, uv cache warm): {time.monotonic() - started:.1f} s")
+    sides: dict[str, dict[str, float]] = {}
+    with tempfile.TemporaryDirectory() as before_root:
+        if options.before:
+            sides[f"before ({options.before})"] = run_side(
+                checkout(options.before, Path(before_root)), options.calls
+            )
+        sides["after (working tree)"] = run_side(REPO, options.calls)
+    print(table(sides, options.calls))
 
 
 if __name__ == "__main__":

@@ -9,8 +9,11 @@
         provider: openai
         upstream: gpt-5            # the provider's model name
         price: {input: 1.25, cached_input: 0.125, output: 10.0}   # USD per 1M tokens
-    limits: {budget_usd: 100.0, max_calls_per_minute: 120, trajectory_max_mb: 64}
+    limits: {budget_usd: 100.0, max_calls_per_minute: 120, max_calls_in_flight: 8,
+             reserve_output_tokens: 4096, trajectory_max_mb: 64, usage_max_mb: 64}
     drop_params: true              # drop parameters a model refuses (each drop is logged)
+    max_request_mb: 32             # larger requests are refused (413)
+    request_timeout_s: 600         # an upstream call that takes longer fails
 
 ``api`` is the wire protocol of the upstream: ``openai`` (chat completions, Responses,
 embeddings), ``anthropic`` (messages) or ``gemini``. Every ``base_url`` may point anywhere (a
@@ -71,7 +74,12 @@ class Limits(BaseModel):
 
     budget_usd: float | None = Field(default=100.0, gt=0)
     max_calls_per_minute: int | None = Field(default=120, gt=0)
+    max_calls_in_flight: int | None = Field(default=8, gt=0)
+    """Calls of one run in flight at once; one more waits (see :mod:`rexmle.llm.metering`)."""
+    reserve_output_tokens: int = Field(default=4096, gt=0)
+    """Output tokens reserved against the budget for a call in flight without ``max_tokens``."""
     trajectory_max_mb: float = Field(default=64.0, gt=0)
+    usage_max_mb: float = Field(default=64.0, gt=0)
 
 
 class LlmConfig(BaseModel):
@@ -83,6 +91,10 @@ class LlmConfig(BaseModel):
     models: dict[str, Model] = Field(min_length=1)
     limits: Limits = Limits()
     drop_params: bool = True
+    max_request_mb: float = Field(default=32.0, gt=0)
+    """Requests with a larger body are refused (413) before LiteLLM reads them."""
+    request_timeout_s: float = Field(default=600.0, gt=0)
+    """An upstream call that takes longer fails; a run's end waits this long for its calls."""
 
     @model_validator(mode="after")
     def _known_providers(self) -> LlmConfig:

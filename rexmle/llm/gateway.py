@@ -7,14 +7,17 @@
             sandbox.run(SandboxRequest(..., env={**env, **link.env}, relays=(link.relay,),
                                        cancel=link.stop))
             link.stopped_reason()   # budget spent / rate cap, or None
-            link.totals()           # LlmTotals for run.json
+            link.totals()           # ends the token, waits for calls in flight: run.json's llm
 
 The proxy runs from its own environment (:mod:`rexmle.llm.environment`) with the provider keys
-and a random master key in ITS environment only; its state folder (config, hook, registered
-runs) is a private temporary folder, hidden from sandboxes. A run gets a random token
+and a random master key in ITS environment only, started by :mod:`rexmle.llm.proxy_launch`
+behind :mod:`rexmle.llm.proxy_guard`; its state folder (config, hook, registered runs) is a
+private temporary folder, hidden from sandboxes. A run gets a random token
 (registered by its hash), a unix-socket bridge for the sandbox relay, and a watcher that sets
 the run's ``stop`` event within :data:`WATCH_INTERVAL_S` of the gateway's stop file appearing
-(or of the harness's own cancel event).
+(or of the harness's own cancel event). When the run ends its token is refused and the harness
+waits (up to the config's ``request_timeout_s``) for the calls still in flight, so that their
+usage is in the run's totals.
 """
 
 from __future__ import annotations
@@ -44,7 +47,9 @@ from rexmle.llm import metering
 from rexmle.llm.config import Limits, LlmConfig
 from rexmle.llm.environment import GatewayEnv, install_gateway
 from rexmle.llm.proxy_config import (
+    GUARD_MODULE,
     HOOK_MODULE,
+    LAUNCH_MODULE,
     MASTER_KEY_ENV,
     METERING_MODULE,
     hook_settings,
@@ -59,6 +64,16 @@ from rexmle.runner.sandbox.shim import start_unix_bridge
 WATCH_INTERVAL_S = 0.25
 STARTUP_TIMEOUT_S = 180.0
 STOP_GRACE_S = 10.0
+DRAIN_POLL_S = 0.05
+STALE_MARGIN_S = 30.0
+"""Beyond the upstream timeout: how long a run's end waits for its calls in flight."""
+STATE_MODULES = (
+    ("proxy_hook.py", HOOK_MODULE),
+    ("metering.py", METERING_MODULE),
+    ("proxy_guard.py", GUARD_MODULE),
+    ("proxy_launch.py", LAUNCH_MODULE),
+)
+"""Our modules the proxy loads: (file in this package, module name in the state folder)."""
 TOKEN_PREFIX = "rxg-"
 SOCKET_NAME = "gateway.sock"
 
@@ -152,8 +167,10 @@ class RunLink:
     relay: Relay
     usage_path: Path
     stop_path: Path
-    budget_usd: float | None
-    max_calls_per_minute: int | None
+    registration_path: Path
+    limits: Limits
+    drain_timeout_s: float = 0.0
+    """How long :meth:`totals` waits for the run's calls in flight."""
     stop: threading.Event = field(default_factory=threading.Event)
     """Set when the gateway stopped the run, the gateway died, or the harness cancels: the
     sandbox's cancel event."""
@@ -166,6 +183,11 @@ class RunLink:
     def env(self) -> dict[str, str]:
         """The agent's gateway variables (:func:`gateway_variables`)."""
         return gateway_variables(self.base_url, self.token)
+
+    @property
+    def busy_path(self) -> Path:
+        """The file the gateway keeps while the run has calls in flight (their number)."""
+        return self.stop_path.with_name(self.stop_path.name.removesuffix(".stop") + ".busy")
 
     def check_gateway(self) -> str | None:
         """Why the gateway is gone (it exited during the run), or None while it serves."""
@@ -183,13 +205,44 @@ class RunLink:
         except FileNotFoundError:
             return None
 
+    def close(self) -> None:
+        """Forget the run's token: later calls with it are refused (calls in flight finish)."""
+        self.registration_path.unlink(missing_ok=True)
+
+    def calls_in_flight(self) -> int:
+        """The run's calls the gateway is still serving."""
+        try:
+            return int(self.busy_path.read_text(encoding="utf-8").strip() or 0)
+        except (FileNotFoundError, ValueError):
+            return 0
+
+    def drain(self, timeout_s: float) -> int:
+        """Wait up to ``timeout_s`` for the run's calls in flight; returns those left (0 once
+        all are written to the usage log, or the gateway is gone).
+        """
+        deadline = time.monotonic() + timeout_s
+        while (left := self.calls_in_flight()) and time.monotonic() < deadline:
+            if self.check_gateway() is not None:
+                return left
+            time.sleep(DRAIN_POLL_S)
+        return left
+
     def totals(self) -> LlmTotals:
-        """The run's totals from its usage file."""
+        """End the run's use of the gateway and sum its usage: the token is refused from now
+        on, and the calls still in flight are waited for (up to ``drain_timeout_s``), so that
+        calls finishing after a stop are counted; those still unfinished then are counted in
+        ``calls_unfinished``.
+        """
+        self.close()
+        unfinished = self.drain(self.drain_timeout_s)
         return summarize_usage(
             self.usage_path,
-            budget_usd=self.budget_usd,
-            max_calls_per_minute=self.max_calls_per_minute,
+            budget_usd=self.limits.budget_usd,
+            max_calls_per_minute=self.limits.max_calls_per_minute,
+            max_calls_in_flight=self.limits.max_calls_in_flight,
+            reserve_output_tokens=self.limits.reserve_output_tokens,
             stopped=self.stopped_reason(),
+            calls_unfinished=unfinished,
         )
 
 
@@ -235,7 +288,7 @@ class Gateway:
         settings = hook_settings(self.config, self.aliases)
         (state / "gateway.json").write_text(json.dumps(settings, indent=1), encoding="utf-8")
         package = resources.files("rexmle.llm")
-        for source, target in (("proxy_hook.py", HOOK_MODULE), ("metering.py", METERING_MODULE)):
+        for source, target in STATE_MODULES:
             text = package.joinpath(source).read_text(encoding="utf-8")
             (state / f"{target}.py").write_text(text, encoding="utf-8")
         (state / "runs").mkdir()
@@ -261,8 +314,9 @@ class Gateway:
         log_path = self.log_path or self.state_dir / "proxy.log"
         log_path.parent.mkdir(parents=True, exist_ok=True)
         self.port = _free_port()
+        inherited = ("VIRTUAL_ENV", "PYTHONHOME", "PYTHONDONTWRITEBYTECODE")
         proxy_env = {
-            **{k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONHOME")},
+            **{k: v for k, v in os.environ.items() if k not in inherited},
             MASTER_KEY_ENV: f"sk-{secrets.token_urlsafe(32)}",
             "REXMLE_GATEWAY_STATE": str(self.state_dir),
             "PYTHONPATH": str(self.state_dir),
@@ -273,7 +327,8 @@ class Gateway:
             "NO_REDOC": "True",
         }
         argv = [
-            str(self.env.litellm),
+            str(self.env.python),
+            str(self.state_dir / f"{LAUNCH_MODULE}.py"),
             "--config",
             str(self.state_dir / "config.yaml"),
             "--host",
@@ -364,10 +419,15 @@ class Gateway:
             budget_usd=limits.budget_usd,
             max_calls_per_minute=limits.max_calls_per_minute,
             trajectory_max_bytes=int(limits.trajectory_max_mb * 1024 * 1024),
+            usage_max_bytes=int(limits.usage_max_mb * 1024 * 1024),
+            max_calls_in_flight=limits.max_calls_in_flight,
+            reserve_output_tokens=limits.reserve_output_tokens,
+            stale_after_s=self.config.request_timeout_s + STALE_MARGIN_S,
         )
-        for path in (usage_path, folder / TRAJECTORY_FILE):
+        for path in (usage_path, usage_path.with_name(usage_path.name + metering.OVERFLOW_SUFFIX),
+                     folder / TRAJECTORY_FILE):  # fmt: skip
             path.unlink(missing_ok=True)
-        metering.register(self.state_dir, token, entry)
+        registration = metering.register(self.state_dir, token, entry)
         return RunLink(
             run_id=run_id,
             token=token,
@@ -375,17 +435,15 @@ class Gateway:
             relay=Relay(self.port, socket_dir / SOCKET_NAME),
             usage_path=usage_path,
             stop_path=stop_path,
-            budget_usd=limits.budget_usd,
-            max_calls_per_minute=limits.max_calls_per_minute,
+            registration_path=registration,
+            limits=limits,
+            drain_timeout_s=self.config.request_timeout_s + STALE_MARGIN_S,
             process=self.process,
         )
 
     def unregister(self, link: RunLink) -> None:
         """Forget the run's token: later calls with it are refused."""
-        if self.state_dir is not None:
-            (self.state_dir / "runs" / f"{metering.token_id(link.token)}.json").unlink(
-                missing_ok=True
-            )
+        link.close()
 
     @contextlib.contextmanager
     def open_run(

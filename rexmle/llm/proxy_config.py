@@ -2,9 +2,11 @@
 
 Each model becomes one ``model_list`` entry named ``gw/<name>``: the upstream model with the
 provider's prefix (``openai/gpt-5``), its ``api_base``, its key as ``os.environ/<key_env>`` (the
-value is never written to a file) and the pinned prices per token in ``model_info``. The proxy
-runs our auth function and callback (:mod:`rexmle.llm.proxy_hook`), ``modify_params`` (e.g. a
-system-only prompt made acceptable to Anthropic) and ``drop_params`` as configured.
+value is never written to a file), the pinned prices per token and the deployment id
+``rexmle:gw/<name>`` in ``model_info`` (the callback charges a call by the deployment that served
+it). The proxy runs our auth function and callback (:mod:`rexmle.llm.proxy_hook`),
+``modify_params`` (e.g. a system-only prompt made acceptable to Anthropic) and ``drop_params`` as
+configured, no retries, and the config's upstream timeout.
 """
 
 from __future__ import annotations
@@ -15,14 +17,22 @@ from rexmle.llm.config import LlmConfig
 
 HOOK_MODULE = "proxy_hook"
 METERING_MODULE = "gateway_metering"
+GUARD_MODULE = "gateway_guard"
+LAUNCH_MODULE = "gateway_launch"
 MASTER_KEY_ENV = "LITELLM_MASTER_KEY"
+DEPLOYMENT_PREFIX = "rexmle:"
 
+MODEL_ROUTES = ("/chat/completions", "/completions", "/responses", "/messages", "/embeddings")
+"""The completion routes: each call names a model, which must be a configured alias."""
 ALLOWED_ROUTES = tuple(
-    prefix + route
-    for route in ("/chat/completions", "/responses", "/messages", "/embeddings", "/models")
-    for prefix in ("", "/v1")
+    prefix + route for route in (*MODEL_ROUTES, "/models") for prefix in ("", "/v1")
 )
-"""The only routes a run token may call; admin, key, config and UI routes are refused."""
+"""The only routes a run token may call; admin, key, config, UI and other routes are refused."""
+
+
+def deployment_id(alias: str) -> str:
+    """The LiteLLM deployment id of an alias's model (``rexmle:gw/gpt-5``)."""
+    return DEPLOYMENT_PREFIX + alias
 
 
 def usable_models(config: LlmConfig, environ: dict[str, str]) -> tuple[list[str], list[str]]:
@@ -47,6 +57,7 @@ def litellm_config(config: LlmConfig, aliases: list[str]) -> dict[str, Any]:
             "api_key": f"os.environ/{provider.key_env}" if provider.key_env else "none",
         }
         info = {
+            "id": deployment_id(alias),
             "input_cost_per_token": model.price.input / 1e6,
             "output_cost_per_token": model.price.output / 1e6,
             "cache_read_input_token_cost": model.price.cached_input / 1e6,
@@ -59,20 +70,27 @@ def litellm_config(config: LlmConfig, aliases: list[str]) -> dict[str, Any]:
             "modify_params": True,
             "drop_params": config.drop_params,
             "num_retries": 0,
+            "request_timeout": config.request_timeout_s,
         },
         "general_settings": {
             "custom_auth": f"{HOOK_MODULE}.authenticate",
             "master_key": f"os.environ/{MASTER_KEY_ENV}",
+            "disable_spend_logs": True,
         },
     }
 
 
 def hook_settings(config: LlmConfig, aliases: list[str]) -> dict[str, Any]:
-    """``gateway.json``: what the callback reads (prices, upstream names, key variables, routes)."""
+    """``gateway.json``: what the callback and the guard read (prices, upstream names,
+    deployments, key variables, routes, request size limit).
+    """
     models = config.aliases()
     return {
         "prices": {alias: models[alias].price.model_dump() for alias in aliases},
         "upstream_models": {alias: models[alias].upstream for alias in aliases},
+        "deployments": {deployment_id(alias): alias for alias in aliases},
         "key_env": config.key_variables(),
         "allowed_routes": list(ALLOWED_ROUTES),
+        "max_request_bytes": int(config.max_request_mb * 1024 * 1024),
+        "hold_max_s": config.request_timeout_s,
     }

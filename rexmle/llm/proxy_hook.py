@@ -7,16 +7,20 @@ folder, also on ``PYTHONPATH``) and the provider keys.
 - :func:`authenticate` (``general_settings.custom_auth``): every request must carry a registered
   run token (``Authorization: Bearer`` or ``x-api-key``) and go to a completion route; anything
   else (admin, key, config, UI routes) is refused.
-- :data:`handler` (``litellm_settings.callbacks``): admits or refuses each call (budget, rate
-  cap), then writes its usage line and trajectory entry.
+- :data:`handler` (``litellm_settings.callbacks``): refuses a call whose ``model`` is not a
+  configured ``gw/`` alias (a deployment name or id included), admits, holds back or refuses the
+  others (budget, calls in flight, rate cap), then writes each call's usage line, charged at the
+  price of the deployment that served it, and its trajectory entry.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import gateway_metering as metering
 from fastapi import HTTPException, Request
@@ -30,6 +34,17 @@ PRICES: dict[str, metering.Price] = {
     alias: metering.Price(**price) for alias, price in SETTINGS["prices"].items()
 }
 UPSTREAM: dict[str, str] = SETTINGS["upstream_models"]
+DEPLOYMENTS: dict[str, str] = SETTINGS["deployments"]
+"""LiteLLM deployment id -> the alias it serves."""
+HIGHEST_PRICE = metering.Price(
+    input=max(p.input for p in PRICES.values()),
+    cached_input=max(p.cached_input for p in PRICES.values()),
+    output=max(p.output for p in PRICES.values()),
+)
+"""What a call served by a deployment we do not know is charged (never happens by design)."""
+HOLD_POLL_S = 0.01
+HOLD_MAX_S = float(SETTINGS["hold_max_s"])
+"""A held-back call is refused (429) after waiting this long."""
 SECRETS = [os.environ[name] for name in SETTINGS["key_env"] if os.environ.get(name)]
 ALLOWED_ROUTES = frozenset(SETTINGS["allowed_routes"])
 REQUEST_KEYS_NOT_PARAMS = frozenset(
@@ -39,9 +54,11 @@ REGISTRY = metering.shared_registry(STATE_DIR, SECRETS)
 RUN_KEY = "rexmle_run_token_id"
 
 
-def _meter_of(metadata: dict[str, Any] | None) -> metering.RunMeter | None:
+def _meter_of(
+    metadata: dict[str, Any] | None, *, registered: bool = True
+) -> metering.RunMeter | None:
     key = (metadata or {}).get(RUN_KEY)
-    return None if key is None else REGISTRY.meter_by_id(str(key))
+    return None if key is None else REGISTRY.meter_by_id(str(key), registered=registered)
 
 
 async def authenticate(request: Request, api_key: str) -> UserAPIKeyAuth:
@@ -99,47 +116,101 @@ def _dropped(kwargs: dict[str, Any]) -> list[str]:
     return sorted(name for name in requested if name not in sent)
 
 
+def _call_id(data: dict[str, Any]) -> str:
+    return str(data.get("litellm_call_id") or "")
+
+
+def _refuse(meter: metering.RunMeter, data: dict[str, Any], status: int, message: str) -> NoReturn:
+    """Write the refused call's usage line and answer ``status`` with ``message``."""
+    model = str(data.get("model", ""))
+    meter.record(
+        metering.UsageLine(
+            time=metering.now_iso(),
+            alias=model,
+            upstream_model=UPSTREAM.get(model, ""),
+            status="refused",
+            error=message,
+        )
+    )
+    raise HTTPException(status_code=status, detail=message)
+
+
 class MeteringHandler(CustomLogger):
-    """Budget and rate cap before each call; usage line and trajectory after it."""
+    """Model check, budget, calls in flight and rate cap before each call; usage line and
+    trajectory after it.
+    """
 
     @override
     async def async_pre_call_hook(
         self, user_api_key_dict: UserAPIKeyAuth, cache: Any, data: dict, call_type: Any
     ) -> dict:
-        """Refuse the call when the run's budget is spent or its rate cap is reached."""
+        """Refuse a model that is not an alias, a spent budget or a reached rate cap; hold the
+        call back while the run's calls in flight fill their cap or hold the budget.
+        """
         meter = _meter_of(user_api_key_dict.metadata)
         if meter is None:
             raise HTTPException(status_code=401, detail="rexmle gateway: unknown run token")
-        try:
-            meter.admit()
-        except metering.Refusal as refusal:
-            meter.record(
-                metering.UsageLine(
-                    time=metering.now_iso(),
-                    alias=str(data.get("model", "")),
-                    upstream_model=UPSTREAM.get(str(data.get("model", "")), ""),
-                    status="refused",
-                    error=refusal.message,
-                )
+        model = data.get("model")
+        if not isinstance(model, str) or model not in PRICES:
+            shown = metering.clip(str(model), 80)
+            served = ", ".join(sorted(PRICES))
+            _refuse(
+                meter, data, 400, f"rexmle gateway: model {shown!r} is not served; use {served}"
             )
-            raise HTTPException(status_code=refusal.status, detail=refusal.message) from None
-        return data
+        estimate = metering.estimate_usd(PRICES[model], data, meter.entry.reserve_output_tokens)
+        deadline = time.monotonic() + HOLD_MAX_S
+        while True:
+            try:
+                meter.admit(_call_id(data), estimate)
+                return data
+            except metering.Refusal as refusal:
+                _refuse(meter, data, refusal.status, refusal.message)
+            except metering.HoldBack as held:
+                if time.monotonic() >= deadline:
+                    message = f"rexmle gateway: {held.message} for {HOLD_MAX_S:g} s; retry later"
+                    _refuse(meter, data, 429, message)
+                await asyncio.sleep(HOLD_POLL_S)
+
+    @override
+    async def async_post_call_failure_hook(
+        self,
+        request_data: dict,
+        original_exception: Exception,
+        user_api_key_dict: UserAPIKeyAuth,
+        traceback_str: str | None = None,
+    ) -> None:
+        """Write the line of an admitted call that failed without a failure event (once)."""
+        meter = _meter_of(user_api_key_dict.metadata, registered=False)
+        call_id = _call_id(request_data)
+        if meter is None or not call_id or not meter.is_in_flight(call_id):
+            return
+        model = str(request_data.get("model", ""))
+        line = metering.UsageLine(
+            time=metering.now_iso(),
+            alias=model,
+            upstream_model=UPSTREAM.get(model, ""),
+            status="error",
+            error=str(original_exception),
+        )
+        meter.record(line, call_id=call_id)
 
     def _line(self, kwargs: dict[str, Any], response: Any, status: str) -> metering.UsageLine:
         payload = kwargs.get("standard_logging_object") or {}
-        alias = str(payload.get("model_group") or kwargs.get("model") or "")
+        model_info = (kwargs.get("litellm_params") or {}).get("model_info") or {}
+        deployment = str(payload.get("model_id") or model_info.get("id") or "")
+        alias = DEPLOYMENTS.get(deployment)
+        error = payload.get("error_str") if status == "error" else None
+        price = HIGHEST_PRICE if alias is None else PRICES[alias]
+        if alias is None:
+            alias = str(payload.get("model_group") or kwargs.get("model") or "")
+            if deployment or status == "ok":
+                error = f"unknown deployment {deployment!r}: charged at the highest price"
         tokens_in, tokens_out, cached, reasoning = _usage_numbers(response)
-        price = PRICES.get(alias)
-        cost = (
-            0.0
-            if price is None
-            else metering.cost_usd(
-                price, tokens_in=tokens_in, tokens_cached=cached, tokens_out=tokens_out
-            )
+        cost = metering.cost_usd(
+            price, tokens_in=tokens_in, tokens_cached=cached, tokens_out=tokens_out
         )
         start = payload.get("startTime") or 0.0
         end = payload.get("endTime") or start
-        error = payload.get("error_str") if status == "error" else None
         return metering.UsageLine(
             time=metering.now_iso(),
             alias=alias,
@@ -153,12 +224,12 @@ class MeteringHandler(CustomLogger):
             latency_s=round(float(end) - float(start), 4),
             stream=bool(payload.get("stream")),
             dropped_params=_dropped(kwargs),
-            error=None if error is None else str(error)[:2000],
+            error=None if error is None else str(error),
         )
 
     def _meter(self, kwargs: dict[str, Any]) -> metering.RunMeter | None:
         metadata = (kwargs.get("litellm_params") or {}).get("metadata") or {}
-        return _meter_of(metadata.get("user_api_key_auth_metadata"))
+        return _meter_of(metadata.get("user_api_key_auth_metadata"), registered=False)
 
     def _trajectory(self, kwargs: dict[str, Any], line: metering.UsageLine) -> dict[str, Any]:
         payload = kwargs.get("standard_logging_object") or {}
@@ -183,7 +254,7 @@ class MeteringHandler(CustomLogger):
         if meter is None:
             return
         line = self._line(kwargs, response_obj, "ok")
-        meter.record(line, self._trajectory(kwargs, line))
+        meter.record(line, self._trajectory(kwargs, line), call_id=_call_id(kwargs))
 
     @override
     async def async_log_failure_event(
@@ -195,8 +266,11 @@ class MeteringHandler(CustomLogger):
             return
         if "rexmle gateway:" in str((kwargs.get("standard_logging_object") or {}).get("error_str")):
             return
+        call_id = _call_id(kwargs)
+        if call_id and not meter.is_in_flight(call_id):
+            return
         line = self._line(kwargs, None, "error")
-        meter.record(line, self._trajectory(kwargs, line))
+        meter.record(line, self._trajectory(kwargs, line), call_id=call_id)
 
 
 handler = MeteringHandler()

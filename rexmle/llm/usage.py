@@ -7,6 +7,8 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from rexmle.llm.metering import OVERFLOW_SUFFIX, SUMMED_FIELDS, USAGE_TRUNCATED_MARK
+
 USAGE_FILE = "llm_usage.jsonl"
 TRAJECTORY_FILE = "llm_trajectory.jsonl"
 
@@ -27,25 +29,34 @@ class LlmTotals(BaseModel):
     cost_usd: float = 0.0
     budget_usd: float | None = None
     max_calls_per_minute: int | None = None
+    max_calls_in_flight: int | None = None
+    reserve_output_tokens: int | None = None
+    """Output tokens reserved for a call without ``max_tokens`` while it is in flight."""
     stopped: str | None = None
     """Why the gateway stopped the run (budget spent, rate cap), or None."""
+    calls_unfinished: int = 0
+    """Calls still in flight when the totals were taken (their cost is not in ``cost_usd``)."""
+    usage_truncated: bool = False
+    """The usage log reached its size cap; the later calls are summed from its overflow file."""
 
 
-def summarize_usage(
-    path: Path,
-    *,
-    budget_usd: float | None = None,
-    max_calls_per_minute: int | None = None,
-    stopped: str | None = None,
-) -> LlmTotals:
-    """Sum the usage lines in ``path`` (a missing file: no calls).
+def _is_truncation_mark(line: object) -> bool:
+    return (
+        isinstance(line, dict)
+        and list(line) == ["note"]
+        and str(line["note"]).startswith(USAGE_TRUNCATED_MARK)
+    )
+
+
+def summarize_usage(path: Path, **settings: object) -> LlmTotals:
+    """Sum the usage lines in ``path`` and its overflow file (a missing file: no calls);
+    ``settings`` are the other fields of :class:`LlmTotals` (limits, ``stopped``).
 
     Raises:
-        ValueError: a line is not a JSON object of the usage format (names the line).
+        ValueError: a line is not a JSON object of the usage format, or the overflow file is
+            broken (names the line or the file).
     """
-    totals = LlmTotals(
-        budget_usd=budget_usd, max_calls_per_minute=max_calls_per_minute, stopped=stopped
-    )
+    totals = LlmTotals.model_validate(settings)
     if not path.is_file():
         return totals
     with open(path, encoding="utf-8") as handle:
@@ -54,6 +65,9 @@ def summarize_usage(
                 continue
             try:
                 line = json.loads(text)
+                if _is_truncation_mark(line):
+                    totals.usage_truncated = True
+                    continue
                 status = line["status"]
                 totals.calls += 1
                 totals.calls_refused += status == "refused"
@@ -66,5 +80,15 @@ def summarize_usage(
             except (ValueError, KeyError, TypeError) as error:
                 msg = f"{path} line {number} is not a usage line: {error}"
                 raise ValueError(msg) from error
+    overflow = path.with_name(path.name + OVERFLOW_SUFFIX)
+    if totals.usage_truncated and overflow.is_file():
+        try:
+            sums = json.loads(overflow.read_text(encoding="utf-8"))
+            for name in ("calls", "calls_refused", "calls_failed", *SUMMED_FIELDS):
+                value = float(sums[name]) if name == "cost_usd" else int(sums[name])
+                setattr(totals, name, getattr(totals, name) + value)
+        except (ValueError, KeyError, TypeError) as error:
+            msg = f"{overflow} is not a usage overflow file: {error}"
+            raise ValueError(msg) from error
     totals.cost_usd = round(totals.cost_usd, 9)
     return totals

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import http.client
 import json
+import socket
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -200,3 +202,174 @@ def test_trajectory_keeps_bodies_without_secrets(llm_gateway, upstream, link):
     assert STANDIN_KEY not in trajectory
     assert link.token not in trajectory
     assert STANDIN_KEY not in link.usage_path.read_text()
+
+
+def answer_of(gateway: Gateway, path: str, body: dict[str, Any], headers: dict[str, str]):
+    """(status, headers in lower case, body text) of one call."""
+    conn = http.client.HTTPConnection("127.0.0.1", gateway.port, timeout=60)
+    conn.request("POST", path, json.dumps(body), {"Content-Type": "application/json", **headers})
+    response = conn.getresponse()
+    text = response.read().decode()
+    found = {k.lower(): v for k, v in response.getheaders()}
+    conn.close()
+    return response.status, found, text
+
+
+ROUTE_BODIES = {
+    "/v1/chat/completions": {"messages": CHAT["messages"]},
+    "/v1/completions": {"prompt": "hello"},
+    "/v1/responses": {"input": "hello"},
+    "/v1/messages": {"max_tokens": 16, "messages": CHAT["messages"]},
+    "/v1/embeddings": {"input": "hello"},
+}
+DEPLOYMENT_NAMES = (
+    "openai/gpt-5",
+    "gpt-5",
+    "anthropic/claude-sonnet-4-5",
+    "claude-sonnet-4-5",
+    "rexmle:gw/gpt-5",
+    "gw/unknown",
+)
+
+
+def test_only_configured_aliases_are_served_on_every_route(llm_gateway, upstream, link):
+    headers = {**bearer(link), "x-api-key": link.token, "anthropic-version": "2023-06-01"}
+    for route, body in ROUTE_BODIES.items():
+        for model in DEPLOYMENT_NAMES:
+            status, _, text = answer_of(llm_gateway, route, {**body, "model": model}, headers)
+            assert status == 400, (route, model, status, text)
+            assert "is not served" in text
+            assert "gw/gpt-5" in text  # names what to use
+    assert upstream.completion_requests() == []
+    assert [r for r in upstream.requests if r.method == "POST"] == []
+    refused = lines(link, len(ROUTE_BODIES) * len(DEPLOYMENT_NAMES))
+    assert {x["status"] for x in refused} == {"refused"}
+    assert {x["cost_usd"] for x in refused} == {0.0}
+    assert {x["alias"] for x in refused} == set(DEPLOYMENT_NAMES)
+
+
+def test_answers_name_no_deployment_and_calls_are_charged_by_it(llm_gateway, upstream, link):
+    upstream.push(Reply(text="hi", input_tokens=1000, output_tokens=100))
+    status, headers, text = answer_of(llm_gateway, "/v1/chat/completions", CHAT, bearer(link))
+    assert status == 200, text
+    leaked = [k for k in headers if k.startswith(("x-litellm-", "llm_provider-"))]
+    assert leaked == []
+    assert "openai/gpt-5" not in json.dumps(headers)
+    assert "rexmle:" not in json.dumps(headers)
+    status, headers, _ = answer_of(
+        llm_gateway, "/v1/embeddings", {"model": "gw/gpt-5", "input": "four words of text"},
+        bearer(link),
+    )  # fmt: skip
+    assert status == 200
+    assert [k for k in headers if k.startswith("x-litellm-")] == []
+    chat, embedding = lines(link, 2)
+    # 1000 * 1.25 + 100 * 10 = 2250 per 1M; the embedding: 4 words * 1.25 per 1M
+    assert (chat["alias"], chat["cost_usd"]) == ("gw/gpt-5", pytest.approx(2250e-6, abs=1e-12))
+    assert (embedding["alias"], embedding["cost_usd"]) == ("gw/gpt-5", pytest.approx(5e-6))
+
+
+def parallel_calls(gateway: Gateway, link: RunLink, body: dict[str, Any], n: int) -> list[int]:
+    """The statuses of ``n`` calls sent at once."""
+    statuses: list[int] = [0] * n
+
+    def one(index: int) -> None:
+        statuses[index] = call(gateway, "/v1/chat/completions", body, bearer(link))[0]
+
+    workers = [threading.Thread(target=one, args=(i,)) for i in range(n)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(timeout=120)
+    return statuses
+
+
+LONG_PROMPT = {
+    "model": "gw/gpt-5",
+    "max_tokens": 10,
+    "messages": [{"role": "user", "content": "word " * 8000}],
+}
+"""8000 words (the stand-in counts 8000 input tokens; the gateway estimates 10000)."""
+CALL_USD = (8000 * 1.25 + 1 * 10.0) / 1e6
+"""What one LONG_PROMPT call answered "ok" (1 output token) costs."""
+
+
+def test_forty_parallel_calls_stay_within_the_budget(llm_gateway, upstream, tmp_path):
+    budget = 0.05  # room for 4.99 calls
+    link = llm_gateway.register(
+        "parallel", tmp_path, socket_dir=tmp_path,
+        limits=Limits(budget_usd=budget, max_calls_per_minute=None),
+    )  # fmt: skip
+    upstream.reset(default=Reply(text="ok", delay_s=0.5))
+    statuses = parallel_calls(llm_gateway, link, LONG_PROMPT, 40)
+    totals = link.totals()
+    reached = len(upstream.completion_requests())
+    # the bound: the estimates cover the calls, so only the last call may cross the budget
+    assert reached == 5
+    assert budget <= totals.cost_usd < budget + CALL_USD
+    assert statuses.count(200) == reached
+    assert set(statuses) <= {200, 403}
+    assert totals.calls == 40  # every call is in the usage log, answered or refused
+    assert totals.calls - totals.calls_refused == reached
+    assert totals.calls_unfinished == 0
+    assert totals.cost_usd == pytest.approx(reached * CALL_USD, abs=1e-12)
+    assert "budget of 0.05 USD spent" in (link.stopped_reason() or "")
+
+
+def test_calls_in_flight_per_run_are_capped(llm_gateway, upstream, tmp_path):
+    delay = 0.6
+    link = llm_gateway.register(
+        "in-flight", tmp_path, socket_dir=tmp_path,
+        limits=Limits(budget_usd=100.0, max_calls_per_minute=None, max_calls_in_flight=4),
+    )  # fmt: skip
+    upstream.reset(default=Reply(text="ok", delay_s=delay))
+    statuses = parallel_calls(llm_gateway, link, CHAT, 12)
+    assert statuses == [200] * 12  # held back, not refused
+    arrivals = sorted(r.received_at for r in upstream.completion_requests())
+    overlapping = max(sum(t <= s < t + delay for t in arrivals) for s in arrivals)
+    assert overlapping == 4
+    assert link.totals().calls == 12
+
+
+def test_calls_finishing_after_the_run_ends_are_in_its_totals(llm_gateway, upstream, tmp_path):
+    link = llm_gateway.register(
+        "late", tmp_path, socket_dir=tmp_path, limits=Limits(budget_usd=1.0)
+    )
+    upstream.reset(default=Reply(text="late", input_tokens=1000, output_tokens=1, delay_s=2.0))
+    worker = threading.Thread(target=parallel_calls, args=(llm_gateway, link, CHAT, 3))
+    worker.start()
+    deadline = time.monotonic() + 30
+    while len(upstream.completion_requests()) < 3 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    totals = link.totals()  # the run ends while its 3 calls are in flight
+    worker.join()
+    assert totals.calls == 3
+    assert totals.cost_usd == pytest.approx(3 * (1000 * 1.25 + 10.0) / 1e6, abs=1e-12)
+    assert totals.calls_unfinished == 0
+    status, _ = call(llm_gateway, "/v1/chat/completions", CHAT, bearer(link))
+    assert status == 401  # the token ended with the run
+
+
+def test_a_huge_model_name_and_a_huge_body_do_not_fill_the_logs(llm_gateway, upstream, link):
+    name = "m" * (4 << 20)
+    for _ in range(8):
+        status, _, text = answer_of(
+            llm_gateway, "/v1/chat/completions", {**CHAT, "model": name}, bearer(link)
+        )
+        assert status == 400
+        assert len(text) < 4096  # the name is not echoed whole
+    usage = lines(link, 8)
+    assert link.usage_path.stat().st_size < 8 * 2048
+    assert all(len(x["alias"]) <= 256 and x["alias"].endswith("[rexmle: cut]") for x in usage)
+    # a body over max_request_mb (32) is refused from its Content-Length, before it is read
+    with socket.create_connection(("127.0.0.1", llm_gateway.port), timeout=30) as raw:
+        raw.sendall(
+            b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            + f"Authorization: Bearer {link.token}\r\nContent-Length: {33 << 20}\r\n\r\n".encode()
+        )
+        received = b""
+        while chunk := raw.recv(65536):  # the gateway closes the connection after its answer
+            received += chunk
+        answer = received.decode()
+    assert answer.startswith("HTTP/1.1 413"), answer
+    assert "max_request_mb" in answer
+    assert upstream.completion_requests() == []

@@ -8,8 +8,11 @@ from pathlib import Path
 import pytest
 
 from rexmle.llm.metering import (
+    CUT_MARK,
     REDACTED,
     TRUNCATED_MARK,
+    USAGE_TRUNCATED_MARK,
+    HoldBack,
     Price,
     Refusal,
     Registry,
@@ -17,6 +20,7 @@ from rexmle.llm.metering import (
     RunMeter,
     UsageLine,
     cost_usd,
+    estimate_usd,
     register,
     token_id,
 )
@@ -145,3 +149,96 @@ def test_summarize_usage_names_a_broken_line(tmp_path):
     path.write_text('{"status": "ok"}\n')
     with pytest.raises(ValueError, match="line 1 is not a usage line"):
         summarize_usage(path)
+
+
+def test_estimate_counts_prompt_characters_and_the_output_limit():
+    body = {"messages": [{"role": "user", "content": "x" * 3999}], "max_tokens": 100}
+    # chars: "role" + "user" + "content" + 3999 = 4014 -> ceil(4014 / 4) = 1004 tokens in
+    assert estimate_usd(GPT5, body, 4096) == pytest.approx((1004 * 1.25 + 100 * 10) / 1e6)
+    no_limit = {"input": "abcd"}
+    assert estimate_usd(GPT5, no_limit, 4096) == pytest.approx((1 * 1.25 + 4096 * 10) / 1e6)
+    responses = {"input": "abcd", "max_output_tokens": 7}
+    assert estimate_usd(GPT5, responses, 4096) == pytest.approx((1 * 1.25 + 7 * 10) / 1e6)
+
+
+def test_calls_are_held_back_while_their_estimates_would_pass_the_budget(tmp_path):
+    meter = RunMeter(entry(tmp_path, budget_usd=1.0), [])
+    meter.admit("a", 0.4, now=0.0)
+    meter.admit("b", 0.4, now=0.0)
+    with pytest.raises(HoldBack, match=r"hold 0\.8000 USD"):
+        meter.admit("c", 0.4, now=0.0)  # 0.8 reserved + 0.4 > 1.0
+    assert not (tmp_path / "stop").exists()  # held back, the run goes on
+    meter.record(line(0.1), call_id="a")  # a cost less than its estimate
+    meter.admit("c", 0.4, now=0.0)  # 0.1 spent + 0.8 reserved <= 1.0
+    meter.record(line(0.5), call_id="b")
+    meter.record(line(0.45), call_id="c")
+    assert meter.spent_usd == pytest.approx(1.05)
+    with pytest.raises(Refusal) as refused:
+        meter.admit("d", 0.01, now=0.0)
+    assert refused.value.status == 403
+
+
+def test_a_call_is_admitted_alone_while_budget_is_left_even_over_its_estimate(tmp_path):
+    meter = RunMeter(entry(tmp_path, budget_usd=0.01), [])
+    meter.admit("a", 0.5, now=0.0)  # nothing in flight: admitted, spent 0 < 0.01
+    with pytest.raises(HoldBack):
+        meter.admit("b", 0.0, now=0.0)
+
+
+def test_calls_in_flight_are_capped_and_counted_in_the_busy_file(tmp_path):
+    run = entry(tmp_path, max_calls_in_flight=2)
+    meter = RunMeter(run, [])
+    meter.admit("a", now=0.0)
+    meter.admit("b", now=0.0)
+    assert run.busy_path.read_text().strip() == "2"
+    with pytest.raises(HoldBack, match="2 calls in flight"):
+        meter.admit("c", now=0.0)
+    meter.record(line(), call_id="a")
+    meter.record(line(), call_id="a")  # a second report of the same call is ignored
+    assert run.busy_path.read_text().strip() == "1"
+    meter.admit("c", now=0.0)
+    meter.release("b")
+    meter.record(line(), call_id="c")
+    assert run.busy_path.read_text().strip() == "0"
+    assert len((tmp_path / "llm_usage.jsonl").read_text().splitlines()) == 2
+
+
+def test_a_call_whose_end_is_never_reported_leaves_the_count_after_the_stale_time(tmp_path):
+    meter = RunMeter(entry(tmp_path, max_calls_in_flight=1, stale_after_s=100.0), [])
+    meter.admit("lost", now=0.0)
+    with pytest.raises(HoldBack):
+        meter.admit("next", now=50.0)
+    meter.admit("next", now=101.0)
+
+
+def test_usage_fields_are_cut_and_the_log_is_capped_with_exact_totals(tmp_path):
+    meter = RunMeter(entry(tmp_path, usage_max_bytes=30_000), [])  # 2 lines of 11 kB
+    huge = "m" * (4 << 20)
+    for _ in range(20):
+        meter.record(line(0.25, alias=huge, error=huge, dropped_params=[huge] * 1000, tokens_in=3))
+    path = tmp_path / "llm_usage.jsonl"
+    text = path.read_text()
+    assert len(text) < 30_000 + 200
+    lines = [json.loads(x) for x in text.splitlines()]
+    assert len(lines) == 3
+    assert lines[-1]["note"].startswith(USAGE_TRUNCATED_MARK)
+    first = lines[0]
+    assert len(first["alias"]) == 256
+    assert first["alias"].endswith(CUT_MARK)
+    assert len(first["error"]) == 2000
+    assert len(first["dropped_params"]) == 32
+    totals = summarize_usage(path)
+    assert totals.usage_truncated
+    assert totals.calls == 20
+    assert totals.tokens_in == 60
+    assert totals.cost_usd == pytest.approx(5.0)
+
+
+def test_trajectory_strings_are_cut(tmp_path):
+    meter = RunMeter(entry(tmp_path, trajectory_max_bytes=64 << 20), [])
+    meter.record(line(), {"request": {"messages": [{"content": "y" * (3 << 20)}]}, "k" * 999: 1})
+    (entry_line,) = (tmp_path / "llm_trajectory.jsonl").read_text().splitlines()
+    assert len(entry_line) < (1 << 20) + 1000
+    kept = json.loads(entry_line)
+    assert kept["request"]["messages"][0]["content"].endswith(CUT_MARK)
+    assert all(len(key) <= 256 for key in kept)

@@ -1,0 +1,138 @@
+"""The ASGI app the gateway serves: LiteLLM's proxy app behind a request-size limit and a
+response-header filter (loaded by the proxy, not by the harness).
+
+Copied into the gateway's state folder as ``gateway_guard.py``; uvicorn serves its ``app``:
+:func:`guarded` LiteLLM's app, with the limit from the state folder's ``gateway.json`` (built when
+uvicorn asks for it, so that the harness can import this module without LiteLLM).
+
+- A request whose body is larger than ``max_request_bytes`` (``gateway.json``) is answered 413
+  before LiteLLM reads it: by its ``Content-Length``, or, for a chunked body, once the bytes
+  received pass the limit (the body is buffered up to the limit, then handed on whole).
+- Response headers naming LiteLLM's deployment, its id, its upstream base URL, its spend or the
+  upstream's own headers (``x-litellm-*``, ``llm_provider-*``) are dropped: an agent learns the
+  gateway's aliases only.
+- WebSocket connections (LiteLLM's realtime routes) are closed unserved.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+Message = dict[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+App = Callable[[dict[str, Any], Receive, Send], Awaitable[None]]
+
+HIDDEN_HEADER_PREFIXES = (b"x-litellm-", b"llm_provider-")
+POLICY_VIOLATION = 1008
+
+
+def _content_length(scope: dict[str, Any]) -> int | None:
+    for name, value in scope.get("headers", ()):
+        if name.lower() == b"content-length":
+            try:
+                return int(value)
+            except ValueError:
+                return None
+    return None
+
+
+async def _too_large(send: Send, max_bytes: int) -> None:
+    message = (
+        f"rexmle gateway: the request body is over {max_bytes} bytes "
+        "(the LLM config's max_request_mb)"
+    )
+    body = json.dumps(
+        {"error": {"message": message, "type": "request_too_large", "code": "413"}}
+    ).encode("utf-8")
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode("ascii")),
+        (b"connection", b"close"),
+    ]
+    await send({"type": "http.response.start", "status": 413, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+def _filtered(send: Send) -> Send:
+    async def send_filtered(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            headers = [
+                (name, value)
+                for name, value in message.get("headers", ())
+                if not name.lower().startswith(HIDDEN_HEADER_PREFIXES)
+            ]
+            message = {**message, "headers": headers}
+        await send(message)
+
+    return send_filtered
+
+
+async def _buffered(receive: Receive, max_bytes: int) -> Receive | None:
+    """A receive that replays the whole chunked body, or None when it passes the limit."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            break
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > max_bytes:
+            return None
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            break
+    replayed = False
+
+    async def replay() -> Message:
+        nonlocal replayed
+        if not replayed:
+            replayed = True
+            return {"type": "http.request", "body": b"".join(chunks), "more_body": False}
+        return await receive()
+
+    return replay
+
+
+def guarded(inner: App, max_request_bytes: int) -> App:
+    """``inner`` behind the size limit and the header filter (see the module docstring)."""
+
+    async def guard(scope: dict[str, Any], receive: Receive, send: Send) -> None:
+        if scope["type"] == "websocket":
+            await receive()
+            await send({"type": "websocket.close", "code": POLICY_VIOLATION})
+            return
+        if scope["type"] != "http":
+            await inner(scope, receive, send)
+            return
+        length = _content_length(scope)
+        if length is not None and length > max_request_bytes:
+            await _too_large(send, max_request_bytes)
+            return
+        if length is None and scope.get("method") not in ("GET", "HEAD"):
+            replay = await _buffered(receive, max_request_bytes)
+            if replay is None:
+                await _too_large(send, max_request_bytes)
+                return
+            receive = replay
+        await inner(scope, receive, _filtered(send))
+
+    return guard
+
+
+def __getattr__(name: str) -> Any:
+    """``app``: LiteLLM's proxy app, guarded with the state folder's limit."""
+    if name != "app":
+        raise AttributeError(name)
+    from litellm.proxy.proxy_server import app as litellm_app
+
+    state = Path(os.environ["REXMLE_GATEWAY_STATE"])
+    settings = json.loads((state / "gateway.json").read_text(encoding="utf-8"))
+    guarded_app = guarded(litellm_app, int(settings["max_request_bytes"]))
+    globals()["app"] = guarded_app
+    return guarded_app
