@@ -30,6 +30,14 @@ DataDirOption = Annotated[
 WorkersOption = Annotated[
     int | None, typer.Option("--workers", help="Worker processes (default: CPU count).", min=1)
 ]
+DefinitionsOption = Annotated[
+    str,
+    typer.Option(
+        "--definitions",
+        help="Definition set: official (the challenges') or study (the published study's grader; "
+        "docs/study-errata.md).",
+    ),
+]
 
 
 def _fail(error: Exception, code: int = 2) -> typer.Exit:
@@ -270,13 +278,18 @@ def grade(
         Path | None, typer.Option("--cases", help="Write per-case metrics as CSV.")
     ] = None,
     workers: WorkersOption = None,
+    definitions: DefinitionsOption = "official",
 ) -> None:
     """Grade a submission. Exit 0 graded, 1 invalid submission, 2 usage or harness error."""
     from rexmle.grading import grade_submission
     from rexmle.grading.grader import write_report
+    from rexmle.tasks.definitions import parse_definitions
 
     try:
-        report = grade_submission(task, submission_dir, data_dir=data_dir, workers=workers)
+        chosen = parse_definitions(definitions)
+        report = grade_submission(
+            task, submission_dir, data_dir=data_dir, workers=workers, definitions=chosen
+        )
     except RexmleError as error:
         raise _fail(error) from error
     if json_out is not None:
@@ -295,6 +308,8 @@ def grade(
             err.print(f"  - {reason}", highlight=False)
         raise typer.Exit(1)
     _print_ranking(task, report.metrics, report.ranking.model_dump())
+    if report.definitions != "official":
+        out.print(f"definitions: {report.definitions} (see docs/study-errata.md)")
     _warn_if_mini(task, data_dir)
     out.print(f"graded in {report.seconds:.2f} s")
 
