@@ -5,8 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, SerializationInfo, SerializerFunctionWrapHandler, ValidationError
-from pydantic import model_serializer
+from pydantic import (
+    BaseModel,
+    SerializationInfo,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    model_serializer,
+)
 
 from rexmle.errors import RexmleError
 from rexmle.ranking import Ranking
