@@ -134,6 +134,7 @@ def score_nuclei_case(case: ScoreCase) -> CaseRow:
 
 
 def case_counts(row: CaseRow, classes: tuple[str, ...]) -> dict[str, ClassCounts]:
+    """The counts of the classes occurring in one case row (TP + FP + FN > 0)."""
     counts = {}
     for name in classes:
         tp, fp, fn = (int(row.number(f"{k}_{name}")) for k in ("tp", "fp", "fn"))
