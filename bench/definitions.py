@@ -1,0 +1,77 @@
+"""The two definition sets side by side on the mini data: gold, sample and one perturbation.
+
+Run: ``.venv/bin/python bench/definitions.py [--data-dir D] [TASK ...]`` (default: every task,
+prepared with ``--mini`` into D, a temporary folder unless given). For each task it grades
+``gold`` (``private/gold/``), ``sample`` (the public sample submission), ``mixed`` (gold with its first case from the sample)
+and ``shifted`` (gold with
+every file moved slightly, the perturbation of ``tests/golden``) under ``official`` and
+``study``, and prints a Markdown table: the headline metric and the mean position under each set,
+and whether the two sets differ on any metric (to 5 decimals, the study's precision).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "golden"))
+
+from golden_cases import build_submission  # noqa: E402
+
+from rexmle.grading import GradeReport, grade_submission  # noqa: E402
+from rexmle.preparation import prepare_task  # noqa: E402
+from rexmle.tasks.definitions import STUDY_METRIC_DECIMALS  # noqa: E402
+from rexmle.tasks.registry import all_tasks  # noqa: E402
+
+VARIANTS = ("gold", "sample", "mixed", "shifted")
+
+
+def _cell(report: GradeReport) -> str:
+    if not report.valid:
+        return "invalid"
+    return f"{report.headline_value:.5f} (pos {report.ranking.mean_position:.5g})"
+
+
+def _differs(official: GradeReport, study: GradeReport) -> bool:
+    if official.valid != study.valid:
+        return True
+    return any(
+        round(value, STUDY_METRIC_DECIMALS) != study.metrics[key]
+        for key, value in official.metrics.items()
+    )
+
+
+def main() -> None:
+    """Prepare, grade and print the table."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("tasks", nargs="*", help="task ids (default: all)")
+    parser.add_argument("--data-dir", type=Path, default=None)
+    args = parser.parse_args()
+    tasks = args.tasks or list(all_tasks())
+    with tempfile.TemporaryDirectory(prefix="rexmle-definitions-") as tmp:
+        data_dir = args.data_dir or Path(tmp) / "data"
+        print("| task | variant | headline | official | study | differs |")
+        print("|---|---|---|---|---|---|")
+        for task_id in tasks:
+            dirs, _ = prepare_task(task_id, data_dir=data_dir, mini=True)
+            for variant in VARIANTS:
+                work = Path(tmp) / task_id / variant
+                work.parent.mkdir(parents=True, exist_ok=True)
+                submission = build_submission(task_id, variant, dirs, work)
+                official, study = (
+                    grade_submission(
+                        task_id, submission, data_dir=data_dir, workers=1, definitions=chosen
+                    )
+                    for chosen in ("official", "study")
+                )
+                print(
+                    f"| {task_id} | {variant} | {official.headline_key} | {_cell(official)} "
+                    f"| {_cell(study)} | {'yes' if _differs(official, study) else 'no'} |",
+                    flush=True,
+                )
+
+
+if __name__ == "__main__":
+    main()
