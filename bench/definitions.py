@@ -1,12 +1,12 @@
-"""The two definition sets side by side on the mini data: gold, sample and one perturbation.
+"""The two definition sets side by side on the mini data: gold, sample and two perturbations.
 
 Run: ``.venv/bin/python bench/definitions.py [--data-dir D] [TASK ...]`` (default: every task,
 prepared with ``--mini`` into D, a temporary folder unless given). For each task it grades
-``gold`` (``private/gold/``), ``sample`` (the public sample submission), ``mixed`` (gold with its first case from the sample)
-and ``shifted`` (gold with
-every file moved slightly, the perturbation of ``tests/golden``) under ``official`` and
-``study``, and prints a Markdown table: the headline metric and the mean position under each set,
-and whether the two sets differ on any metric (to 5 decimals, the study's precision).
+``gold`` (``private/gold/``), ``sample`` (the public sample submission), ``mixed`` (gold with its
+first case taken from the sample) and ``shifted`` (gold with every file moved slightly), the
+perturbations of ``tests/golden``, under ``official`` and ``study``, and prints a Markdown table:
+the headline metric and the mean position under each set, and whether the two sets differ on any
+metric (to 5 decimals, the study's precision).
 """
 
 from __future__ import annotations
@@ -18,12 +18,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "golden"))
 
-from golden_cases import build_submission  # noqa: E402
+from golden_cases import build_submission
 
-from rexmle.grading import GradeReport, grade_submission  # noqa: E402
-from rexmle.preparation import prepare_task  # noqa: E402
-from rexmle.tasks.definitions import STUDY_METRIC_DECIMALS  # noqa: E402
-from rexmle.tasks.registry import all_tasks  # noqa: E402
+from rexmle.grading import GradeReport, grade_submission
+from rexmle.preparation import prepare_task
+from rexmle.tasks.definitions import STUDY_METRIC_DECIMALS
+from rexmle.tasks.registry import all_tasks
 
 VARIANTS = ("gold", "sample", "mixed", "shifted")
 

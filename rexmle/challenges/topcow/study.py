@@ -4,8 +4,9 @@ Re-implemented from the description in ``docs/study-errata.md``. Task 1 (entries
 topcow-track1/2-task1): see :func:`score_segmentation_study`. Task 2 (entries
 topcow-track1/2-task2): the study's boundary set of a box is the box grown OUTWARD by
 ceil(ratio · size) voxels on every side (the whole grown volume), where the official boundary is
-the inner band of the box within that distance of a face. ``boundary_iou`` is then the IoU of the boxes grown with ratio 0.2 and
-``iou`` the IoU of the boxes grown with ratio 0.5 (the official ``iou`` is the plain box IoU).
+the inner band of the box within that distance of a face. ``boundary_iou`` is then the IoU of
+the boxes grown with ratio 0.2 and ``iou`` the IoU of the boxes grown with ratio 0.5 (the
+official ``iou`` is the plain box IoU).
 """
 
 from __future__ import annotations
