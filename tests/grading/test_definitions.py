@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -129,3 +130,37 @@ def test_cli_grades_with_the_study_definitions(prepared_mini, tmp_path) -> None:
     bad = _rexmle(*base, "--definitions", "paper")
     assert bad.returncode == 2
     assert "known sets: official, study" in bad.stderr
+
+
+AGREEING_TASKS = sorted(set(all_tasks()) - STUDY_TASKS)
+
+
+def test_seven_tasks_agree() -> None:
+    assert AGREEING_TASKS == [
+        "isles22",
+        "ldct-iqa",
+        "neurips-cellseg",
+        "puma-track1-task1",
+        "puma-track2-task1",
+        "topcow-track1-task3",
+        "topcow-track2-task3",
+    ]
+
+
+@pytest.mark.parametrize("task_id", AGREEING_TASKS)
+def test_agreeing_tasks_grade_the_same_under_both_sets(task_id, prepared_mini, tmp_path) -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "golden"))
+    from golden_cases import build_submission
+
+    dirs = prepared_mini(task_id)
+    for variant in ("gold", "sample", "mixed", "shifted"):
+        submission = build_submission(task_id, variant, dirs, tmp_path / variant)
+        official, study = (
+            grade_submission(
+                task_id, submission, data_dir=dirs.root.parent, workers=1, definitions=d
+            )
+            for d in ("official", "study")
+        )
+        assert study.cases == official.cases, variant
+        assert study.metrics == {k: round(v, 5) for k, v in official.metrics.items()}, variant
+        assert study.ranking.positions == official.ranking.positions, variant
