@@ -5,8 +5,8 @@ prepared with ``--mini`` into D, a temporary folder unless given). For each task
 ``gold`` (``private/gold/``), ``sample`` (the public sample submission), ``mixed`` (gold with its
 first case taken from the sample) and ``shifted`` (gold with every file moved slightly), the
 perturbations of ``tests/golden``, under ``official`` and ``study``, and prints a Markdown table:
-the headline metric and the mean position under each set, and whether the two sets differ on any
-metric (to 5 decimals, the study's precision).
+the headline metric and the mean position under each set, and the ranked metric that moves most
+(values compared to 5 decimals, the study's precision).
 """
 
 from __future__ import annotations
@@ -34,13 +34,20 @@ def _cell(report: GradeReport) -> str:
     return f"{report.headline_value:.5f} (pos {report.ranking.mean_position:.5g})"
 
 
-def _differs(official: GradeReport, study: GradeReport) -> bool:
-    if official.valid != study.valid:
-        return True
-    return any(
-        round(value, STUDY_METRIC_DECIMALS) != study.metrics[key]
+def _largest_change(official: GradeReport, study: GradeReport) -> str:
+    """The ranked metric whose value moves most (relative to its size), or ``-``."""
+    if not (official.valid and study.valid):
+        return "-" if official.valid == study.valid else "validity"
+    ranked = official.ranking.positions
+    moved = {
+        key: abs(study.metrics[key] - value) / max(abs(value), 1e-12)
         for key, value in official.metrics.items()
-    )
+        if key in ranked and round(value, STUDY_METRIC_DECIMALS) != study.metrics[key]
+    }
+    if not moved:
+        return "-"
+    key = max(moved, key=lambda k: moved[k])
+    return f"{key} {official.metrics[key]:.5g} → {study.metrics[key]:.5g}"
 
 
 def main() -> None:
@@ -52,7 +59,7 @@ def main() -> None:
     tasks = args.tasks or list(all_tasks())
     with tempfile.TemporaryDirectory(prefix="rexmle-definitions-") as tmp:
         data_dir = args.data_dir or Path(tmp) / "data"
-        print("| task | variant | headline | official | study | differs |")
+        print("| task | variant | headline | official | study | largest change |")
         print("|---|---|---|---|---|---|")
         for task_id in tasks:
             dirs, _ = prepare_task(task_id, data_dir=data_dir, mini=True)
@@ -68,7 +75,7 @@ def main() -> None:
                 )
                 print(
                     f"| {task_id} | {variant} | {official.headline_key} | {_cell(official)} "
-                    f"| {_cell(study)} | {'yes' if _differs(official, study) else 'no'} |",
+                    f"| {_cell(study)} | {_largest_change(official, study)} |",
                     flush=True,
                 )
 
