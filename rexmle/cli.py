@@ -29,6 +29,14 @@ DataDirOption = Annotated[
 WorkersOption = Annotated[
     int | None, typer.Option("--workers", help="Worker processes (default: CPU count).", min=1)
 ]
+DefinitionsOption = Annotated[
+    str,
+    typer.Option(
+        "--definitions",
+        help="Definition set: official (the challenges') or study (the published study's grader; "
+        "docs/study-errata.md).",
+    ),
+]
 
 
 def _fail(error: Exception, code: int = 2) -> typer.Exit:
@@ -101,9 +109,10 @@ def list_tasks(data_dir: DataDirOption = None, as_json: JsonFlag = False) -> Non
 @app.command("info")
 def info(task: str, data_dir: DataDirOption = None, as_json: JsonFlag = False) -> None:
     """Show a task's spec, sources, metrics, leaderboard size and preparation state."""
+    from rexmle.tasks.definitions import ERRATA_DOC
     from rexmle.tasks.folders import read_prepared, task_dirs
     from rexmle.tasks.leaderboard import leaderboard_source, load_leaderboard
-    from rexmle.tasks.registry import get_task
+    from rexmle.tasks.registry import Task, get_task
 
     try:
         spec = get_task(task)
@@ -112,6 +121,7 @@ def info(task: str, data_dir: DataDirOption = None, as_json: JsonFlag = False) -
         raise _fail(error) from error
     dirs = task_dirs(task, data_dir)
     prepared = read_prepared(dirs)
+    study_differs = Task(spec).has_study_definitions()
     if as_json:
         thresholds = board.thresholds()
         print_json(
@@ -129,6 +139,7 @@ def info(task: str, data_dir: DataDirOption = None, as_json: JsonFlag = False) -
                 },
                 "data_dir": str(dirs.root),
                 "prepared": _prepared_state(prepared),
+                "study_definitions": {"differ": study_differs, "errata": ERRATA_DOC},
             }
         )
         return
@@ -150,6 +161,11 @@ def info(task: str, data_dir: DataDirOption = None, as_json: JsonFlag = False) -
     for metric in spec.metrics:
         mark = " (headline)" if metric.headline else ""
         out.print(f"  metric {metric.key}: {metric.direction} is better{mark}")
+    verdict = "differ from" if study_differs else "agree with"
+    out.print(
+        f"study definitions (--definitions study) {verdict} the official ones: "
+        f"{ERRATA_DOC}, entry {spec.id}"
+    )
     if not spec.is_implemented:
         out.print("[yellow]prepare and grade are not built for this task yet[/]")
     state = (
@@ -271,13 +287,18 @@ def grade(
         Path | None, typer.Option("--cases", help="Write per-case metrics as CSV.")
     ] = None,
     workers: WorkersOption = None,
+    definitions: DefinitionsOption = "official",
 ) -> None:
     """Grade a submission. Exit 0 graded, 1 invalid submission, 2 usage or harness error."""
     from rexmle.grading import grade_submission
     from rexmle.grading.grader import write_report
+    from rexmle.tasks.definitions import parse_definitions
 
     try:
-        report = grade_submission(task, submission_dir, data_dir=data_dir, workers=workers)
+        chosen = parse_definitions(definitions)
+        report = grade_submission(
+            task, submission_dir, data_dir=data_dir, workers=workers, definitions=chosen
+        )
     except RexmleError as error:
         raise _fail(error) from error
     if json_out is not None:
@@ -296,6 +317,8 @@ def grade(
             err.print(f"  - {reason}", highlight=False)
         raise typer.Exit(1)
     _print_ranking(task, report.metrics, report.ranking.model_dump())
+    if report.definitions != "official":
+        out.print(f"definitions: {report.definitions} (see docs/study-errata.md)")
     _warn_if_mini(task, data_dir)
     out.print(f"graded in {report.seconds:.2f} s")
 
@@ -376,24 +399,47 @@ def report(
         Path | None,
         typer.Option("--table", help="Write the run-table (.csv, .json or .parquet)."),
     ] = None,
+    definitions: Annotated[
+        str,
+        typer.Option(
+            "--definitions",
+            help="official (the runs' grades), study (every run regraded with the published "
+            "study's definitions) or both (official report, paper comparison with both); study "
+            "and both regrade from the private data of --data-dir.",
+        ),
+    ] = "official",
 ) -> None:
     """Summarise runs: published-form table per group, seed statistics, plots, failures."""
+    from rexmle.config import resolve_data_dir
     from rexmle.report import collect_runs, leaderboard_tables, run_table, write_report
+    from rexmle.report.paper import comparison_appendix, paper_comparisons
+    from rexmle.report.regrade import regrade_runs
     from rexmle.report.render import banners
     from rexmle.report.runtable import write_run_table
     from rexmle.report.tables import key_label
 
     try:
+        if definitions not in ("official", "study", "both"):
+            msg = f"--definitions must be official, study or both, got {definitions!r}"
+            raise ValueError(msg)
         results = collect_runs(runs_dir)
         if not results:
             raise _fail(ValueError(f"no runs found under {runs_dir}"))
-        frame = run_table(results)
+        study = None
+        if definitions != "official":
+            study = regrade_runs(results, "study", resolve_data_dir(data_dir))
+        shown = study if definitions == "study" and study is not None else results
+        frame = run_table(shown)
         for banner in banners(frame):
             err.print(f"[bold yellow]{banner.text}[/]", highlight=False)
         from rich.table import Table
 
-        for key, board in leaderboard_tables(frame):
-            table = Table(title=f"{key_label(key)} ({runs_dir})")
+        suffix = " · study definitions" if definitions == "study" else ""
+        comparisons = paper_comparisons(results, study)
+        boards = [(f"{key_label(k)}{suffix}", b) for k, b in leaderboard_tables(frame)]
+        boards += [(f"Paper comparison: {key_label(k)}", b) for k, b in comparisons]
+        for title, board in boards:
+            table = Table(title=f"{title} ({runs_dir})")
             for column in board.columns:
                 table.add_column(str(column), no_wrap=True)
             for row in board.itertuples(index=False):
@@ -402,13 +448,14 @@ def report(
         if table_out is not None:
             write_run_table(frame, table_out)
         written = write_report(
-            results,
+            shown,
             markdown=markdown_out,
             html_path=html_out,
             json_path=json_out,
             data_dir=data_dir,
+            appendix=comparison_appendix(comparisons, study=study is not None),
         )
-    except RexmleError as error:
+    except (RexmleError, ValueError) as error:
         raise _fail(error) from error
     if table_out is not None:
         out.print(f"wrote {table_out}")

@@ -12,6 +12,11 @@ Rule (spec/challenges/README.md §3, identical for all tasks):
    gold if mean_position ≤ gold; else silver if ≤ silver; else bronze if ≤ bronze.
 5. A missing or invalid submission gets percentile 0, no positions, no medals and mean position
    N + 1 (as if last on every metric, which is what percentile 0 means).
+
+A :class:`Rounding` changes steps 2-4 the way the published study's grader did: the mean position
+and percentile are rounded to ``result_decimals`` and the medal thresholds (the rows' mean
+positions) to ``threshold_decimals`` before the comparisons; positions still compare unrounded
+values. Without one (the default) nothing is rounded.
 """
 
 from __future__ import annotations
@@ -53,6 +58,14 @@ class Ranking(BaseModel):
     above_median: bool
     any_medal: bool
     thresholds: MedalThresholds
+
+
+@dataclass(frozen=True)
+class Rounding:
+    """Decimals of the ranking's results and of the medal thresholds (module docstring)."""
+
+    result_decimals: int
+    threshold_decimals: int
 
 
 @dataclass(frozen=True)
@@ -119,9 +132,11 @@ class Leaderboard:
         )
         return [float(v) for v in positions.mean(axis=1)]
 
-    def thresholds(self) -> MedalThresholds:
-        """Medal thresholds (README §3 step 4)."""
+    def thresholds(self, rounding: Rounding | None = None) -> MedalThresholds:
+        """Medal thresholds (README §3 step 4), rounded as ``rounding`` says."""
         means = sorted(self.row_mean_positions())
+        if rounding is not None:
+            means = [round(m, rounding.threshold_decimals) for m in means]
         n = len(means)
         return MedalThresholds(
             gold=means[0],
@@ -130,13 +145,15 @@ class Leaderboard:
             above_median=means[n // 2],
         )
 
-    def rank(self, metrics: dict[str, float] | None) -> Ranking:
+    def rank(
+        self, metrics: dict[str, float] | None, *, rounding: Rounding | None = None
+    ) -> Ranking:
         """Rank a submission's metric values; ``None`` (invalid or missing) gets percentile 0.
 
         Raises:
             ValueError: a leaderboard metric is missing from ``metrics`` or is not finite.
         """
-        thresholds = self.thresholds()
+        thresholds = self.thresholds(rounding)
         if metrics is None:
             return Ranking(
                 n_rows=self.n_rows,
@@ -162,6 +179,9 @@ class Leaderboard:
             positions[m] = float(_min_rank(column, self.directions[m])[-1])
         mean_position = float(np.mean(list(positions.values())))
         percentile = 1.0 - (mean_position - 1.0) / self.n_rows
+        if rounding is not None:
+            mean_position = round(mean_position, rounding.result_decimals)
+            percentile = round(percentile, rounding.result_decimals)
         medal: Medal | None = None
         if mean_position <= thresholds.gold:
             medal = "gold"

@@ -12,6 +12,10 @@ One pipeline for every task, calling the family's plain functions where the YAML
 6. ranking against the task's leaderboard (:mod:`rexmle.ranking`, a pure function);
 7. the grade report.
 
+Steps 4-6 follow a named definition set (:mod:`rexmle.tasks.definitions`): ``official`` (the
+default) or ``study``, which takes the family's ``functions.study`` scorers where it declares them,
+rounds every metric to 5 decimals and ranks with the study's rounded mean positions.
+
 Validation (steps 1-3) reads public data only and never computes a score. A failure that is not
 the submission's fault raises :class:`~rexmle.errors.HarnessError` (exit code 2).
 """
@@ -28,9 +32,15 @@ from rexmle import __version__
 from rexmle.errors import MAX_REASONS, HarnessError, InvalidSubmission
 from rexmle.grading.integrity import check_private_files
 from rexmle.grading.report import GradeReport, ValidationResult
-from rexmle.ranking import Leaderboard, Ranking
+from rexmle.ranking import Leaderboard, Ranking, Rounding
 from rexmle.tasks.checks import SubmissionWarning, check_declared_file
 from rexmle.tasks.csvfile import leading_zero_hints, read_csv_rows, read_id_column
+from rexmle.tasks.definitions import (
+    DEFAULT_DEFINITIONS,
+    STUDY_METRIC_DECIMALS,
+    STUDY_THRESHOLD_DECIMALS,
+    DefinitionSet,
+)
 from rexmle.tasks.folders import TaskDirs, prepared_data_mode, require_prepared, task_dirs
 from rexmle.tasks.jobs import CheckContext, ScoreCase, ScoreJob
 from rexmle.tasks.leaderboard import load_leaderboard
@@ -210,13 +220,15 @@ def validate_submission(
     )
 
 
-def score_rows(task: Task, job: ScoreJob) -> list[CaseRow]:
+def score_rows(
+    task: Task, job: ScoreJob, definitions: DefinitionSet = DEFAULT_DEFINITIONS
+) -> list[CaseRow]:
     """Per-case rows: ``score_case`` over the cases in parallel (id order), or ``score_dataset``.
 
     Raises:
         HarnessError: the scorer returned something other than one row per case.
     """
-    score_case = task.function("score_case")
+    score_case = task.function("score_case", definitions)
     if score_case is not None:
         items = [
             ScoreCase(
@@ -232,14 +244,20 @@ def score_rows(task: Task, job: ScoreJob) -> list[CaseRow]:
         files = (p for item in items for c in (item.submitted, item.gold) for p in c.paths.values())
         rows = map_cases(score_case, items, workers=workers_worth_it(job.workers, files))
     else:
-        rows = task.required_function("score_dataset")(job)
+        score_dataset = task.function("score_dataset", definitions)
+        if score_dataset is None:
+            msg = f"{task.id}: no scorer is declared for the {definitions} definitions"
+            raise HarnessError(msg)
+        rows = score_dataset(job)
     if not all(isinstance(row, CaseRow) for row in rows):
         msg = f"{task.id}: the scorer must return CaseRow objects"
         raise HarnessError(msg)
     return list(rows)
 
 
-def aggregate_metrics(task: Task, rows: list[CaseRow]) -> dict[str, float]:
+def aggregate_metrics(
+    task: Task, rows: list[CaseRow], definitions: DefinitionSet = DEFAULT_DEFINITIONS
+) -> dict[str, float]:
     """Every declared metric over the test set, as its ``aggregate`` says.
 
     Raises:
@@ -249,7 +267,7 @@ def aggregate_metrics(task: Task, rows: list[CaseRow]) -> dict[str, float]:
     values: dict[str, float] = {}
     dataset_keys = [m.key for m in task.spec.metrics if m.aggregate == "dataset"]
     if dataset_keys:
-        aggregate = task.function("aggregate")
+        aggregate = task.function("aggregate", definitions)
         if aggregate is None:
             msg = f"{task.id}: metrics {dataset_keys} are 'dataset' but no aggregate is declared"
             raise HarnessError(msg)
@@ -292,8 +310,9 @@ def grade_submission(
     *,
     data_dir: Path | None = None,
     workers: int | None = None,
+    definitions: DefinitionSet = DEFAULT_DEFINITIONS,
 ) -> GradeReport:
-    """Validate, score against ``private/gold/`` and rank a submission.
+    """Validate, score against ``private/gold/`` and rank a submission with ``definitions``.
 
     Raises:
         NotPrepared: the task is not prepared in the data dir.
@@ -318,8 +337,9 @@ def grade_submission(
             reasons=err.reasons,
             metrics={},
             cases=[],
-            ranking=leaderboard.rank(None),
+            ranking=leaderboard.rank(None, rounding=ranking_rounding(definitions)),
             data=data,
+            definitions=definitions,
             rexmle_version=__version__,
             seconds=time.perf_counter() - started,
         )
@@ -332,8 +352,12 @@ def grade_submission(
         private=dirs.private,
         workers=n_workers,
     )
-    rows = score_rows(task, job)
-    metrics = aggregate_metrics(task, rows)
+    rows = score_rows(task, job, definitions)
+    metrics = aggregate_metrics(task, rows, definitions)
+    # the study ranks the unrounded values, then reports them rounded
+    ranking = rank_metrics(leaderboard, task, metrics, ranking_rounding(definitions))
+    if definitions == "study":
+        metrics = {k: round(v, STUDY_METRIC_DECIMALS) for k, v in metrics.items()}
     return GradeReport(
         task=task_id,
         valid=True,
@@ -341,8 +365,9 @@ def grade_submission(
         warnings=submission.warnings,
         metrics=metrics,
         cases=[row.as_json() for row in rows],
-        ranking=rank_metrics(leaderboard, task, metrics),
+        ranking=ranking,
         data=data,
+        definitions=definitions,
         rexmle_version=__version__,
         seconds=time.perf_counter() - started,
     )
@@ -362,9 +387,24 @@ def load_gold(task: Task, dirs: TaskDirs, *, workers: int) -> LoadedSubmission:
         raise HarnessError(msg) from err
 
 
-def rank_metrics(leaderboard: Leaderboard, task: Task, metrics: dict[str, float]) -> Ranking:
+def ranking_rounding(definitions: DefinitionSet) -> Rounding | None:
+    """How a definition set rounds the ranking: the study's decimals, or not at all."""
+    if definitions == "study":
+        return Rounding(
+            result_decimals=STUDY_METRIC_DECIMALS, threshold_decimals=STUDY_THRESHOLD_DECIMALS
+        )
+    return None
+
+
+def rank_metrics(
+    leaderboard: Leaderboard,
+    task: Task,
+    metrics: dict[str, float],
+    rounding: Rounding | None = None,
+) -> Ranking:
     """The ranking of the ranked metrics' values on the leaderboard."""
-    return leaderboard.rank({m.key: metrics[m.key] for m in task.spec.ranked_metrics})
+    ranked = {m.key: metrics[m.key] for m in task.spec.ranked_metrics}
+    return leaderboard.rank(ranked, rounding=rounding)
 
 
 def write_report(report: GradeReport, path: Path) -> None:

@@ -5,10 +5,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ValidationError
+from pydantic import (
+    BaseModel,
+    SerializationInfo,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    model_serializer,
+)
 
 from rexmle.errors import RexmleError
 from rexmle.ranking import Ranking
+from rexmle.tasks.definitions import DEFAULT_DEFINITIONS, DefinitionSet
 from rexmle.tasks.rows import CaseValue
 
 _MAX_LISTED_PROBLEMS = 5
@@ -50,6 +57,19 @@ class GradeReport(BaseModel):
     reports written before the field existed."""
     rexmle_version: str
     seconds: float
+    definitions: DefinitionSet = DEFAULT_DEFINITIONS
+    """The definition set the metrics and the ranking follow (:mod:`rexmle.tasks.definitions`).
+    Written only when it is not ``official``, so official reports keep their exact form; a report
+    without the field is official."""
+
+    @model_serializer(mode="wrap")
+    def _official_unstated(
+        self, handler: SerializerFunctionWrapHandler, _info: SerializationInfo
+    ) -> dict[str, object]:
+        dumped: dict[str, object] = handler(self)
+        if dumped.get("definitions") == DEFAULT_DEFINITIONS:
+            dumped.pop("definitions")
+        return dumped
 
     @property
     def headline_key(self) -> str:

@@ -247,7 +247,11 @@ class MacroF1:
 
 
 def puma_macro_f1(
-    cases: Sequence[Mapping[str, ClassCounts]], *, no_class_value: float = 0.0
+    cases: Sequence[Mapping[str, ClassCounts]],
+    *,
+    no_class_value: float = 0.0,
+    per_occurrence: bool = False,
+    classes: Sequence[str] | None = None,
 ) -> MacroF1:
     """Macro F1 of nucleus detection over a test set, aggregated as PUMA's ``evaluate.py``.
 
@@ -260,10 +264,16 @@ def puma_macro_f1(
         any case, f1 = ``no_class_value`` (the official code would return NaN).
     Follows: ``main()`` of tueimage/PUMA-challenge-eval-track1 (@2650261) / -track2 (@cb847d1)
         ``evaluate.py`` (``f1_scores_per_class[c] /= num_files``, then ``np.mean``).
+    Variants (the published study's grader): ``per_occurrence`` divides each class's sum by the
+        number of cases where it occurs instead of n (never lower than the official value);
+        ``classes`` fixes the classes of the final mean: a class of ``classes`` occurring nowhere
+        counts as F1_c = 0 and classes outside ``classes`` are left out.
 
     Args:
         cases: per case, the counts from `nuclei_class_counts`.
-        no_class_value: value when no class occurs anywhere.
+        no_class_value: value when no class occurs anywhere (and ``classes`` is None).
+        per_occurrence: average each class over the cases where it occurs.
+        classes: the classes of the final mean (None: those occurring somewhere).
 
     Returns:
         The macro F1 and the per-class values.
@@ -275,13 +285,20 @@ def puma_macro_f1(
         msg = "puma_macro_f1 needs at least one case, got none"
         raise ValueError(msg)
     sums: dict[str, float] = {}
+    occurrences: dict[str, int] = {}
     for case in cases:
         # classes in sorted order inside a case, as the official ``np.unique``: this fixes the
         # order of the final mean and so its last bits
         for name in sorted(case):
             sums[name] = sums.get(name, 0) + case[name].f1
+            occurrences[name] = occurrences.get(name, 0) + 1
     n_cases = len(cases)
-    per_class = {name: total / n_cases for name, total in sums.items()}
+    per_class = {
+        name: total / (occurrences[name] if per_occurrence else n_cases)
+        for name, total in sums.items()
+    }
+    if classes is not None:
+        per_class = {name: per_class.get(name, 0.0) for name in classes}
     if not per_class:
         return MacroF1(f1=float(no_class_value), per_class={})
     return MacroF1(f1=float(np.mean(list(per_class.values()))), per_class=per_class)

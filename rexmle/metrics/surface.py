@@ -263,15 +263,18 @@ class SurfaceDistances:
     pred_to_truth_mm: npt.NDArray[np.float64]
     truth_to_pred_mm: npt.NDArray[np.float64]
 
-    def hausdorff_mm(self, percentile: float = 100.0) -> float:
-        """Symmetric Hausdorff distance at a percentile.
+    def hausdorff_mm(self, percentile: float = 100.0, *, directed: bool = False) -> float:
+        """Symmetric Hausdorff distance at a percentile (``directed``: prediction to reference only).
 
         Definition: max(q(d(P→G)), q(d(G→P))) with q the `percentile`-th percentile of the
             directed distances, linear interpolation (`numpy.percentile`); 100 = maximum.
+            ``directed`` gives q(d(P→G)) alone (the published study's one-directional variant).
         """
         if not 0.0 <= percentile <= 100.0:
             msg = f"percentile must be in [0, 100], got {percentile}"
             raise ValueError(msg)
+        if directed:
+            return float(np.percentile(self.pred_to_truth_mm, percentile))
         return float(
             max(
                 np.percentile(self.pred_to_truth_mm, percentile),
@@ -350,6 +353,7 @@ def hausdorff_distance(
     spacing_mm: Sequence[float],
     surface_connectivity: int = 6,
     one_empty_value_mm: float | None = None,
+    directed: bool = False,
 ) -> float:
     """Symmetric Hausdorff distance (maximum) between the voxel surfaces of two masks.
 
@@ -369,6 +373,8 @@ def hausdorff_distance(
         spacing_mm: spacing per array axis, in the array's axis order.
         surface_connectivity: 6 (SEG.A) by default.
         one_empty_value_mm: the value when exactly one mask is empty; None = diagonal.
+        directed: only the prediction-to-reference direction, max d(P→G) (not a metric of the
+            challenge: the published study's variant).
 
     Returns:
         The Hausdorff distance.
@@ -380,7 +386,9 @@ def hausdorff_distance(
     distances = _distances_or_empty_value(
         pred, truth, spacing_mm, surface_connectivity, one_empty_value_mm
     )
-    return distances if isinstance(distances, float) else distances.hausdorff_mm(100.0)
+    if isinstance(distances, float):
+        return distances
+    return distances.hausdorff_mm(100.0, directed=directed)
 
 
 def _distances_or_empty_value(
@@ -411,6 +419,7 @@ def hausdorff_distance_95(
     *,
     spacing_mm: Sequence[float],
     absent_value_mm: float = 90.0,
+    directed: bool = False,
 ) -> float:
     """Symmetric 95th-percentile Hausdorff distance between 26-neighbourhood voxel surfaces.
 
@@ -430,6 +439,7 @@ def hausdorff_distance_95(
         truth: reference mask, same shape.
         spacing_mm: spacing per array axis, in the array's axis order.
         absent_value_mm: the value when either mask is empty.
+        directed: only d95(P→G) (not the challenges' metric: the published study's variant).
 
     Returns:
         HD95 in mm.
@@ -446,7 +456,7 @@ def hausdorff_distance_95(
     distances = surface_distances(
         pred, truth, spacing_mm=spacing_mm, surface_connectivity=connectivity
     )
-    return distances.hausdorff_mm(95.0)
+    return distances.hausdorff_mm(95.0, directed=directed)
 
 
 def average_symmetric_surface_distance(
@@ -496,6 +506,7 @@ def per_label_hd95(
     spacing_mm: Sequence[float],
     labels: Iterable[int] | None = None,
     absent_value_mm: float = 90.0,
+    directed: bool = False,
 ) -> dict[int, float]:
     """`hausdorff_distance_95` of every label of two label maps.
 
@@ -512,6 +523,7 @@ def per_label_hd95(
         spacing_mm: spacing per array axis, in the array's axis order.
         labels: the labels to score; default the union of non-zero labels present in either.
         absent_value_mm: the value of a label absent from either map.
+        directed: prediction to reference only (the published study's variant).
 
     Returns:
         Mapping label -> HD95, in increasing label order.
@@ -534,6 +546,7 @@ def per_label_hd95(
             truth_labels[box] == label,
             spacing_mm=spacing_mm,
             absent_value_mm=absent_value_mm,
+            directed=directed,
         )
     return result
 
@@ -544,6 +557,7 @@ def class_average_hd95(
     *,
     spacing_mm: Sequence[float],
     absent_value_mm: float = 90.0,
+    directed: bool = False,
 ) -> float:
     """Class-average HD95 over the union of the labels present in either label map.
 
@@ -559,6 +573,7 @@ def class_average_hd95(
         truth_labels: reference label map, same shape.
         spacing_mm: spacing per array axis, in the array's axis order.
         absent_value_mm: the value of a label absent from either map.
+        directed: prediction to reference only (the published study's variant).
 
     Returns:
         The class-average HD95.
@@ -568,7 +583,11 @@ def class_average_hd95(
         ValueError: shapes differ, labels are negative, or the spacing is invalid.
     """
     scores = per_label_hd95(
-        pred_labels, truth_labels, spacing_mm=spacing_mm, absent_value_mm=absent_value_mm
+        pred_labels,
+        truth_labels,
+        spacing_mm=spacing_mm,
+        absent_value_mm=absent_value_mm,
+        directed=directed,
     )
     if not scores:
         return 0.0

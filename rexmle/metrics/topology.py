@@ -504,6 +504,8 @@ def label_neighbors(label_map: npt.NDArray[np.integer]) -> dict[int, set[int]]:
 def invalid_neighbor_error(
     pred_labels: npt.NDArray[np.integer],
     valid_neighbors: Mapping[int, Iterable[int]],
+    *,
+    over_labels: Iterable[int] | None = None,
 ) -> float:
     r"""Mean number of anatomically invalid neighbours per predicted label.
 
@@ -515,10 +517,13 @@ def invalid_neighbor_error(
     Empty: no label in P -> 0.0 (official).
     Follows: TopBrain 2025 `NbErr` (averaged over predicted labels only, as the official code).
     Differs: no side file; the table is passed in (the caller converts the JSON keys to int).
+    Variant: ``over_labels`` averages over those labels instead (a label not in P counts 0), the
+        published study's mean over the labels of G ∪ P.
 
     Args:
         pred_labels: predicted label map (non-negative integers).
         valid_neighbors: mapping label -> labels it may touch (the vendored TopBrain table).
+        over_labels: the labels of the mean (None: the labels present in P).
 
     Returns:
         The mean invalid-neighbour count.
@@ -528,12 +533,18 @@ def invalid_neighbor_error(
         ValueError: labels are negative, or a predicted label is missing from the table.
     """
     neighbors = label_neighbors(pred_labels)
-    if not neighbors:
+    chosen = sorted(neighbors) if over_labels is None else sorted({int(v) for v in over_labels})
+    if not chosen:
         return 0.0
     missing = sorted(set(neighbors) - {int(k) for k in valid_neighbors})
     if missing:
         msg = f"labels {missing} are not in the valid-neighbour table (keys must be int)"
         raise ValueError(msg)
     table = {int(k): {int(v) for v in values} for k, values in valid_neighbors.items()}
-    errors = [len(touching - table[label]) for label, touching in neighbors.items()]
+    if over_labels is None:
+        errors = [len(touching - table[label]) for label, touching in neighbors.items()]
+    else:
+        errors = [
+            len(neighbors[label] - table[label]) if label in neighbors else 0 for label in chosen
+        ]
     return float(np.mean(errors))

@@ -6,6 +6,7 @@ functions of :mod:`rexmle.report.tables`; this module only lays them out.
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import json
 import math
@@ -138,6 +139,14 @@ def _key_parts(table: pd.DataFrame, key: TableKey) -> pd.DataFrame:
 
 
 @dataclass(frozen=True)
+class Appendix:
+    """Sections another module adds to a report, already rendered (the paper comparison)."""
+
+    markdown: str = ""
+    html: str = ""
+
+
+@dataclass(frozen=True)
 class ReportContent:
     """Everything a report shows, computed once from the run-table."""
 
@@ -156,6 +165,8 @@ class ReportContent:
     """Per agent: runs per failure class (:func:`rexmle.analysis.analyze.summary_per_agent`)."""
     geometry: pd.DataFrame
     """Per segmentation run examined: the geometry verdict."""
+    appendix: Appendix = Appendix()
+    """Sections added after the per-(group, condition, data) parts."""
 
 
 def report_content(results: Sequence[RunResult], *, data_dir: Path | None = None) -> ReportContent:
@@ -244,6 +255,8 @@ def render_markdown(results: Sequence[RunResult], *, content: ReportContent | No
         for heading, item in _key_sections(content, key, board):
             parts.append(f"### {heading}\n")
             parts.append(_markdown_table(item) if isinstance(item, pd.DataFrame) else f"{item}\n")
+    if content.appendix.markdown:
+        parts.append(content.appendix.markdown)
     for heading, table in _common_sections(content):
         shown = table.drop(columns=["path"]) if "path" in table.columns else table
         parts += [f"## {heading}\n", _markdown_table(shown)]
@@ -307,6 +320,7 @@ def render_html(
                 sections.append(f"<p class='banner note'>{html.escape(item)}</p>")
             if heading.startswith("Performance overview"):
                 sections += [svg for _, svg in plots_for(content, key)]
+    sections.append(content.appendix.html)
     for heading, table in _common_sections(content):
         anchor = " id='failures'" if heading == "Failed runs" else ""
         sections.append(f"<h2{anchor}>{html.escape(heading)}</h2>")
@@ -395,13 +409,17 @@ def write_report(
     html_path: Path | None = None,
     json_path: Path | None = None,
     data_dir: Path | None = None,
+    appendix: Appendix | None = None,
 ) -> list[Path]:
     """Write the requested report files (parents created); returns the files written.
 
     ``html_path`` naming a folder writes the run browser there (index.html and one page per
     run, :mod:`rexmle.report.browser`); a ``.html`` name writes the single report page.
+    ``appendix`` adds already rendered sections to the Markdown and HTML reports.
     """
     content = report_content(results, data_dir=data_dir)
+    if appendix is not None:
+        content = dataclasses.replace(content, appendix=appendix)
     written: list[Path] = []
     for path, render in (
         (markdown, render_markdown),

@@ -19,6 +19,7 @@ from typing import Any
 
 from rexmle.declarations import parse_declaration
 from rexmle.errors import SpecError, TaskNotImplemented
+from rexmle.tasks.definitions import DEFAULT_DEFINITIONS, DefinitionSet
 from rexmle.tasks.spec import SubmissionSpec, TaskSpec
 
 CHALLENGES_PACKAGE = "rexmle.challenges"
@@ -150,6 +151,8 @@ FUNCTION_NAMES = (
     "test_ids",
     "solve_baseline",
 )
+STUDY_FUNCTION_NAMES = ("score_case", "score_dataset", "aggregate")
+"""The functions a ``functions.study`` table may replace."""
 
 
 @dataclass(frozen=True)
@@ -175,12 +178,30 @@ class Task:
             raise SpecError(msg)
         return self.spec.submission
 
-    def function(self, name: str) -> Callable[..., Any] | None:
-        """The function declared as ``functions.<name>``, or None when the YAML names none."""
+    def function(
+        self, name: str, definitions: DefinitionSet = DEFAULT_DEFINITIONS
+    ) -> Callable[..., Any] | None:
+        """The function declared as ``functions.<name>``, or None when the YAML names none.
+
+        With ``definitions="study"`` a scoring function named in ``functions.study`` replaces the
+        official one; a study ``score_case`` also replaces an official ``score_dataset`` and the
+        other way round (the scorer is one choice).
+        """
         if self.spec.functions is None:
             return None
+        study = self.spec.functions.study if definitions == "study" else None
+        if study is not None and name in STUDY_FUNCTION_NAMES:
+            if getattr(study, name) is not None:
+                return resolve_function(self.spec.family, getattr(study, name))
+            other = {"score_case": "score_dataset", "score_dataset": "score_case"}.get(name)
+            if other is not None and getattr(study, other) is not None:
+                return None
         dotted = getattr(self.spec.functions, name)
         return None if dotted is None else resolve_function(self.spec.family, dotted)
+
+    def has_study_definitions(self) -> bool:
+        """Whether the family declares study scoring functions for this task."""
+        return self.spec.functions is not None and self.spec.functions.study is not None
 
     def required_function(self, name: str) -> Callable[..., Any]:
         """The function ``functions.<name>``.

@@ -218,6 +218,25 @@ class SubmissionSpec(_Strict):
         raise KeyError(name)
 
 
+class StudyFunctionsSpec(_Strict):
+    """The scoring functions of the ``study`` definition set (``rexmle.tasks.definitions``).
+
+    Each one named replaces its official counterpart when grading with ``--definitions study``;
+    one not named keeps the official function. Same signatures as in :class:`FunctionsSpec`.
+    """
+
+    score_case: str | None = None
+    score_dataset: str | None = None
+    aggregate: str | None = None
+
+    @model_validator(mode="after")
+    def _at_most_one_scorer(self) -> StudyFunctionsSpec:
+        if self.score_case is not None and self.score_dataset is not None:
+            msg = "name at most one of score_case and score_dataset"
+            raise ValueError(msg)
+        return self
+
+
 class FunctionsSpec(_Strict):
     """The task's plain functions, as ``module:function``; a module starting with ``.`` is inside
     the family's package (``.prepare:prepare`` is ``rexmle.challenges.<family>.prepare``).
@@ -242,6 +261,8 @@ class FunctionsSpec(_Strict):
     """``(context: CheckContext) -> list[str]``: ids to submit (default: the sample's)."""
     solve_baseline: str | None = None
     """``(job: BaselineJob) -> None``: the non-LLM baseline."""
+    study: StudyFunctionsSpec | None = None
+    """The scoring functions of the study's definitions, where they differ from the official."""
 
     @model_validator(mode="after")
     def _one_scorer(self) -> FunctionsSpec:

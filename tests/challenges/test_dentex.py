@@ -396,3 +396,32 @@ def test_gold_of_the_real_data_scores_one() -> None:
     report = grade_submission(TASK, dirs.gold, workers=2)
     assert len(report.cases) == 141
     assert report.metrics == dict.fromkeys(KEYS, 1.0)
+
+
+# --- the study's definitions (docs/study-errata.md, dentex) ------------------------------------
+
+
+def test_study_never_scores_category_zero() -> None:
+    from study_cases import aggregate
+
+    from rexmle.challenges.dentex.metrics import ImageBoxes
+    from rexmle.tasks.rows import CaseRow
+
+    def annotation(bbox, category):
+        ids = {f"category_id_{k}": category for k in (1, 2, 3)}
+        return {"bbox": bbox, "area": bbox[2] * bbox[3], "iscrowd": 0, **ids}
+
+    truth = [annotation([10, 10, 50, 50], 0), annotation([200, 200, 40, 60], 1)]
+    # one exact detection of the category-1 box; the category-0 box is missed
+    detections = [{**annotation([200, 200, 40, 60], 1), "score": 0.9}]
+    for d in detections:
+        d.pop("area"), d.pop("iscrowd")
+    rows = [CaseRow("img", {}, detail=ImageBoxes(truth=truth, detections=detections))]
+    official = aggregate("dentex", "official", rows)
+    study = aggregate("dentex", "study", rows)
+    # official, every level: category 0 AP 0 and AR 0, category 1 AP 1 and AR 1 -> 0.5;
+    # study: category 0 left out -> 1.0
+    for stat in ("ap", "ap50", "ap75", "ar"):
+        for level in ("mean", "quadrant", "enumeration", "diagnosis"):
+            assert official[f"{stat}_{level}"] == pytest.approx(0.5), (stat, level)
+            assert study[f"{stat}_{level}"] == pytest.approx(1.0), (stat, level)

@@ -316,3 +316,43 @@ def test_sitk_reads_what_the_grader_compares() -> None:
     array = np.arange(24, dtype=np.uint8).reshape(2, 3, 4)
     image = sitk.GetImageFromArray(array)
     assert image.GetSize() == (4, 3, 2)
+
+
+# --- the study's definitions (docs/study-errata.md, panther-task1/2) ---------------------------
+
+
+@pytest.mark.parametrize("task_id", ["panther-task1", "panther-task2"])
+def test_study_pairs_the_spacing_as_sy_sx_sz_on_xyz_arrays(task_id, tmp_path) -> None:
+    from study_cases import score_case, write_xyz
+
+    truth = np.zeros((2, 3, 4), np.uint8)
+    truth[0, 1, 1:3] = 1
+    spacing = (1.0, 2.0, 3.0)
+    gold = write_xyz(tmp_path / "gold.mha", truth, spacing)
+    empty = write_xyz(tmp_path / "pred.mha", np.zeros_like(truth), spacing)
+    official = score_case(task_id, "official", empty, gold).values
+    study = score_case(task_id, "study", empty, gold).values
+    # a uniform prediction gets the volume diagonal D = ‖(n_x·a, n_y·b, n_z·c)‖ for the pairing
+    # (a, b, c) on the (2, 3, 4) array: official (s_z, s_y, s_x) = (3, 2, 1) -> √88;
+    # study (s_y, s_x, s_z) = (2, 1, 3) -> ‖(4, 3, 12)‖ = 13; physical (1, 2, 3) -> √184
+    assert official["hd95"] == official["masd"] == pytest.approx(math.sqrt(88))
+    assert study["hd95"] == study["masd"] == pytest.approx(13.0)
+    assert official["hd95_physical"] == study["hd95_physical"] == pytest.approx(math.sqrt(184))
+    assert official["dsc"] == study["dsc"] == 0.0
+
+
+def test_study_equals_the_physical_keys_when_in_plane_spacing_is_equal(tmp_path) -> None:
+    from study_cases import score_case, write_xyz
+
+    truth = np.zeros((10, 9, 8), np.uint8)
+    truth[2:7, 2:6, 2:6] = 1
+    pred = np.roll(truth, 2, axis=2)
+    pred[3, 3, 0:2] = 1
+    spacing = (0.7, 0.7, 2.5)  # s_x = s_y: the study's (s_y, s_x, s_z) is the physical pairing
+    gold = write_xyz(tmp_path / "gold.mha", truth, spacing)
+    mine = write_xyz(tmp_path / "pred.mha", pred, spacing)
+    official = score_case("panther-task1", "official", mine, gold).values
+    study = score_case("panther-task1", "study", mine, gold).values
+    for key in ("msd", "hd95", "masd"):
+        assert study[key] == official[f"{key}_physical"], key
+    assert study["hd95"] != official["hd95"]  # the official pairing puts s_z on x

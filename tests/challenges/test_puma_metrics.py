@@ -277,3 +277,136 @@ def test_bulk_parsing_gives_exactly_the_polygon_centroid(tmp_path) -> None:
     np.testing.assert_array_equal(nuclei.xy, expected)  # bit for bit
     assert nuclei.classes == [p["name"] for p in polygons]
     np.testing.assert_array_equal(nuclei.scores, np.ones(300))
+
+
+# --- the study's definitions (docs/study-errata.md, puma-track1-task2, puma-track2-task2) -------
+
+
+def _square(x: float, y: float, name: str) -> dict:
+    return {"name": name, "path_points": [[x, y], [x + 4, y], [x + 4, y + 4], [x, y + 4]]}
+
+
+def _nuclei_case(tmp_path: Path, polygons: list[dict], sources: list[tuple[str, str]]) -> Path:
+    """Gold = prediction = ``polygons``; ``private/nuclei_sources`` = (raw class, geometry)."""
+    from rexmle.challenges.puma.prepare import NUCLEI_SOURCES
+
+    document = json.dumps({"polygons": polygons})
+    (tmp_path / "gold.json").write_text(document)
+    (tmp_path / "pred.json").write_text(document)
+    folder = tmp_path / NUCLEI_SOURCES
+    folder.mkdir()
+    entries = [{"raw_class": raw, "geometry": geometry} for raw, geometry in sources]
+    (folder / "c1.json").write_text(json.dumps({"polygons": entries}))
+    return tmp_path
+
+
+def test_study_track1_class_table_misses_the_singular_names() -> None:
+    from rexmle.challenges.puma.study import study_class
+
+    assert study_class("nuclei_tumor", 1) == "tumor"
+    assert study_class("nuclei_endothelium", 1) == "other"
+    assert study_class("nuclei_epithelium", 1) == "other"
+    # plural keys in the study's table: the release's singular names stay raw
+    assert study_class("nuclei_lymphocyte", 1) == "nuclei_lymphocyte"
+    assert study_class("nuclei_plasma_cell", 1) == "nuclei_plasma_cell"
+    assert study_class("nuclei_histiocyte", 1) == "nuclei_histiocyte"
+    assert study_class("nuclei_lymphocyte", 2) == "lymphocytes"
+
+
+def test_study_track1_perfect_prediction_loses_the_tils(tmp_path) -> None:
+    from study_cases import aggregate, score_case
+
+    folder = _nuclei_case(
+        tmp_path,
+        [_square(10, 10, "tumor"), _square(100, 100, "TILs"), _square(200, 10, "other")],
+        [
+            ("nuclei_tumor", "Polygon"),
+            ("nuclei_lymphocyte", "Polygon"),
+            ("nuclei_stroma", "Polygon"),
+        ],
+    )
+    pred, gold = folder / "pred.json", folder / "gold.json"
+    task = "puma-track1-task2"
+    official = aggregate(task, "official", [score_case(task, "official", pred, gold)])
+    study = aggregate(task, "study", [score_case(task, "study", pred, gold)])
+    assert official["f1"] == 1.0
+    # study gold: tumor, "nuclei_lymphocyte", "nuclei_stroma" (unmapped). tumor TP -> 1; the
+    # predicted TILs and other are false positives -> 0 and 0; mean over the 3 classes = 1/3
+    assert study["f1_tumor"] == 1.0
+    assert study["f1_TILs"] == 0.0
+    assert study["f1_other"] == 0.0
+    assert study["f1"] == pytest.approx(1 / 3)
+
+
+def test_study_track2_drops_multipolygon_nuclei_from_the_gold(tmp_path) -> None:
+    from study_cases import score_case
+
+    folder = _nuclei_case(
+        tmp_path,
+        [_square(10, 10, "tumor"), _square(100, 100, "tumor"), _square(140, 100, "tumor")],
+        [
+            ("nuclei_tumor", "Polygon"),
+            ("nuclei_tumor", "MultiPolygon"),
+            ("nuclei_tumor", "MultiPolygon"),
+        ],
+    )
+    row = score_case("puma-track2-task2", "study", folder / "pred.json", folder / "gold.json")
+    # the two parts of the MultiPolygon are not in the study's gold: predicting them is 2 FP
+    assert (row.number("tp_tumor"), row.number("fp_tumor"), row.number("fn_tumor")) == (1, 2, 0)
+    official = score_case(
+        "puma-track2-task2", "official", folder / "pred.json", folder / "gold.json"
+    )
+    assert (official.number("tp_tumor"), official.number("fp_tumor")) == (3, 0)
+
+
+def test_study_track2_averages_a_class_over_the_cases_where_it_occurs() -> None:
+    from study_cases import aggregate
+
+    from rexmle.tasks.rows import CaseRow
+
+    def row(case_id: str, **counts: tuple[int, int, int]) -> CaseRow:
+        values = {}
+        for name in TRACK2:
+            tp, fp, fn = counts.get(name, (0, 0, 0))
+            values.update({f"tp_{name}": tp, f"fp_{name}": fp, f"fn_{name}": fn})
+        return CaseRow(case_id, values)
+
+    # tumor occurs in case a only (F1 1); lymphocytes in both (F1 1 and 2·1/(2·1+1) = 2/3)
+    rows = [row("a", tumor=(2, 0, 0), lymphocytes=(1, 0, 0)), row("b", lymphocytes=(1, 1, 0))]
+    task = "puma-track2-task2"
+    official = aggregate(task, "official", rows)
+    study = aggregate(task, "study", rows)
+    # official: each class summed over cases / 2 cases, mean over the 2 classes seen
+    assert official["f1_tumor"] == pytest.approx(0.5)
+    assert official["f1_lymphocytes"] == pytest.approx((1 + 2 / 3) / 2)
+    assert official["f1"] == pytest.approx((0.5 + 5 / 6) / 2)
+    # study: tumor over its 1 case, lymphocytes over 2; the mean over all 10 classes
+    assert study["f1_tumor"] == 1.0
+    assert study["f1_lymphocytes"] == pytest.approx(5 / 6)
+    assert study["f1"] == pytest.approx((1 + 5 / 6) / 10)
+
+
+def _gold_grades(prepared_mini, task_id: str) -> dict:
+    """The mini gold of ``task_id`` graded under both definition sets."""
+    from rexmle.grading import grade_submission
+
+    dirs = prepared_mini(task_id)
+    return {
+        d: grade_submission(task_id, dirs.gold, data_dir=dirs.root.parent, workers=1, definitions=d)
+        for d in ("official", "study")
+    }
+
+
+def test_mini_gold_scores_one_officially_and_about_half_under_the_study(prepared_mini) -> None:
+    grades = _gold_grades(prepared_mini, "puma-track1-task2")
+    assert grades["official"].metrics["f1"] == 1.0
+    assert grades["study"].metrics["f1"] == pytest.approx(0.50, abs=0.05)
+    assert grades["study"].metrics["f1_TILs"] == 0.0
+    assert grades["official"].ranking.medal == "gold"
+    assert grades["study"].ranking.percentile == 0.0
+
+
+def test_mini_gold_of_track2_is_never_lower_under_the_study(prepared_mini) -> None:
+    grades = _gold_grades(prepared_mini, "puma-track2-task2")
+    assert grades["official"].metrics["f1"] == pytest.approx(0.9)
+    assert grades["study"].metrics["f1"] > grades["official"].metrics["f1"]

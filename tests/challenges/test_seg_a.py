@@ -270,3 +270,41 @@ def test_prepare_rejects_duplicate_ids(tmp_path) -> None:
     shutil.copytree(raw / "Rider" / "R1", raw / "KiTS" / "R1")
     with pytest.raises(DataError, match="'R1' appears twice"):
         discover_cases(raw)
+
+
+# --- the study's definitions (docs/study-errata.md, seg_a) -------------------------------------
+
+
+def test_study_hausdorff_is_one_directional_and_in_voxels(tmp_path) -> None:
+    from study_cases import score_case, write_xyz
+
+    # a line of 6 voxels along x (2 mm), y and z 1 voxel: every foreground voxel is surface
+    truth = np.zeros((6, 1, 1), np.uint8)
+    truth[[0, 3], 0, 0] = 1
+    pred = np.zeros_like(truth)
+    pred[0, 0, 0] = 1
+    gold = write_xyz(tmp_path / "gold.nrrd", truth, (2.0, 1.0, 1.0))
+    mine = write_xyz(tmp_path / "pred.nrrd", pred, (2.0, 1.0, 1.0))
+    official = score_case(TASK, "official", mine, gold).values
+    study = score_case(TASK, "study", mine, gold).values
+    # Dice 2·1 / (2 + 1) under both
+    assert official["dsc"] == study["dsc"] == pytest.approx(2 / 3)
+    # official: gold voxel x=3 is 3 voxels · 2 mm from the prediction -> 6 mm;
+    # study: prediction -> gold only, and the only predicted voxel lies on the gold -> 0
+    assert official["hd"] == pytest.approx(6.0)
+    assert study["hd"] == 0.0
+    # the other way round: the predicted voxel x=3 is 3 voxels away (study: 3, not 6 mm)
+    reverse = score_case(TASK, "study", gold, mine).values
+    assert reverse["hd"] == pytest.approx(3.0)
+
+
+def test_study_empty_prediction_gets_the_diagonal_in_voxels(tmp_path) -> None:
+    from study_cases import score_case, write_xyz
+
+    truth = np.zeros((4, 3, 2), np.uint8)
+    truth[1, 1, 1] = 1
+    gold = write_xyz(tmp_path / "gold.nrrd", truth, (2.0, 1.0, 3.0))
+    empty = write_xyz(tmp_path / "pred.nrrd", np.zeros_like(truth), (2.0, 1.0, 3.0))
+    # official: ‖(4·2, 3·1, 2·3)‖ = √109 mm; study: ‖(4, 3, 2)‖ = √29 voxels
+    assert score_case(TASK, "official", empty, gold).values["hd"] == pytest.approx(math.sqrt(109))
+    assert score_case(TASK, "study", empty, gold).values["hd"] == pytest.approx(math.sqrt(29))

@@ -380,3 +380,33 @@ def test_official_side_road_threshold_iou_planes(modality) -> None:
     task_of = {scan: task_id for task_id, scan in TASKS.items()}
     metrics = aggregate([row], get_task(task_of[modality]))
     assert metrics["f1_side_road"] == pytest.approx(2 / len(TRACKS[modality].side_road))
+
+
+# --- the study's definitions (docs/study-errata.md, topbrain-track1/2) -------------------------
+
+
+def test_study_hd95_is_one_directional_and_neighbour_error_averages_over_gt_and_pred(
+    tmp_path,
+) -> None:
+    from study_cases import score_case, write_xyz
+
+    truth = np.zeros((12, 3, 3), np.uint8)
+    truth[0, 1, 1] = truth[8, 1, 1] = 1
+    truth[1, 1, 1] = 4  # touches label 1: the CT table allows neither 1-4 nor 4-1
+    truth[11, 1, 1] = 5  # never predicted
+    pred = truth.copy()
+    pred[8, 1, 1] = pred[11, 1, 1] = 0
+    gold = write_xyz(tmp_path / "gold.nii.gz", truth, (1.0, 1.0, 1.0))
+    mine = write_xyz(tmp_path / "pred.nii.gz", pred, (1.0, 1.0, 1.0))
+    official = score_case("topbrain-track1", "official", mine, gold).values
+    study = score_case("topbrain-track1", "study", mine, gold).values
+    # label 1: d(P→G) = [0], d(G→P) = [0, 8] -> 95th percentile 0.95·8 = 7.6; label 4: 0;
+    # label 5 only in G: 290. Official max of both directions, study P→G only.
+    assert official["hd95"] == pytest.approx((7.6 + 0 + 290) / 3)
+    assert study["hd95"] == pytest.approx((0 + 0 + 290) / 3)
+    # invalid neighbours: 1 touches 4 and 4 touches 1, one error each; official mean over the
+    # predicted labels {1, 4} = 1, study over G ∪ P = {1, 4, 5} = 2/3
+    assert official["neighbor_error"] == 1.0
+    assert study["neighbor_error"] == pytest.approx(2 / 3)
+    # Dice is the official one: (2/3 + 1 + 0) / 3
+    assert official["dice"] == study["dice"] == pytest.approx(5 / 9)

@@ -389,3 +389,105 @@ def test_topology_matches_the_official_unit_tests(case) -> None:
         assert (pred.b0(label), neighbours_of(pred.neighbours, label)) == (pred_b0, pred_neighbours)
     for region, verdict in verdicts.items():
         assert region_matches(pred, truth, region) is verdict
+
+
+# --- the study's definitions (docs/study-errata.md, topcow-track1/2-task1, -task2) -------------
+
+
+@pytest.mark.parametrize("task_id", ["topcow-track1-task2", "topcow-track2-task2"])
+def test_study_boundary_iou_grows_the_boxes_outward(task_id, tmp_path) -> None:
+    import json as _json
+
+    from study_cases import score_case
+
+    gold, pred = tmp_path / "gold.json", tmp_path / "pred.json"
+    gold.write_text(_json.dumps({"size": [10, 10, 10], "location": [0, 0, 0]}))
+    pred.write_text(_json.dumps({"size": [10, 10, 10], "location": [2, 0, 0]}))
+    official = score_case(task_id, "official", pred, gold).values
+    study = score_case(task_id, "study", pred, gold).values
+    # official boundary IoU, band d = ceil(0.2·10) = 2: shells 1000 - 6³ = 784 each; shared
+    # 800 - 216 - 216 + 144 = 512 -> 512 / (784 + 784 - 512) = 512 / 1056
+    assert official["boundary_iou"] == pytest.approx(512 / 1056)
+    # official IoU: 800 / (1000 + 1000 - 800)
+    assert official["iou"] == pytest.approx(800 / 1200)
+    # study: boxes grown by 2 to 14³, offset 2: 12·14·14 / (2·14³ - 12·14·14) = 2352 / 3136
+    assert study["boundary_iou"] == pytest.approx(2352 / 3136)
+    # study IoU: grown by ceil(0.5·10) = 5 to 20³, offset 2: 18·400 / (2·8000 - 7200)
+    assert study["iou"] == pytest.approx(7200 / 8800)
+
+
+def test_study_task1_scores_gold_labels_only_without_crop() -> None:
+    from rexmle.challenges.topcow.metrics import score_segmentation
+    from rexmle.challenges.topcow.study import score_segmentation_study
+
+    truth = np.zeros((12, 6, 6), np.uint8)
+    truth[2:5, 2:4, 2:4] = 1
+    pred = truth.copy()
+    pred[8:10, 2:4, 2:4] = 2  # a false-positive label (R-PCA, a posterior label)
+    official = score_segmentation(pred, truth, spacing_mm=(1.0, 1.0, 1.0))
+    study = score_segmentation_study(pred, truth, spacing_mm=(1.0, 1.0, 1.0))
+    # official over L = {1, 2}: Dice (1 + 0) / 2, B0 (0 + 1) / 2, HD95 (0 + 90) / 2
+    assert official["dice"] == 0.5
+    assert official["b0_error"] == 0.5
+    assert official["hd95"] == 45.0
+    # study over the gold labels {1} only: the false-positive label costs nothing
+    assert study["dice"] == 1.0
+    assert study["b0_error"] == 0.0
+    assert study["hd95"] == 0.0
+    # simplified match: label 2 is absent from G but predicted -> posterior fails; no anterior
+    # label anywhere -> anterior holds
+    assert study["posterior_match"] is False
+    assert study["anterior_match"] is True
+
+
+def test_study_task1_hd95_is_one_directional_on_six_neighbourhood_surfaces() -> None:
+    from rexmle.challenges.topcow.study import score_segmentation_study
+
+    truth = np.zeros((14, 5, 5), np.uint8)
+    truth[2, 2, 2] = truth[12, 2, 2] = 1
+    pred = np.zeros_like(truth)
+    pred[2, 2, 2] = 1
+    study = score_segmentation_study(pred, truth, spacing_mm=(1.0, 1.0, 1.0))
+    # d(P→G) = [0]: the study's HD95 is 0; the official one is 0.95 · 10 = 9.5 (G→P)
+    assert study["hd95"] == 0.0
+    reverse = score_segmentation_study(truth, pred, spacing_mm=(1.0, 1.0, 1.0))
+    assert reverse["hd95"] == pytest.approx(0.95 * 10)
+
+
+def test_study_task1_graph_accuracy_is_the_fraction_of_matching_cases() -> None:
+    from study_cases import aggregate
+
+    from rexmle.tasks.rows import CaseRow
+
+    outcomes = {f"grp2_{label}": "TN" for label in (8, 9, 10, 15)}
+    rows = [
+        CaseRow("a", {**outcomes, "anterior_match": True, "posterior_match": False}),
+        CaseRow("b", {**outcomes, "anterior_match": True, "posterior_match": True}),
+        CaseRow("c", {**outcomes, "anterior_match": False, "posterior_match": True}),
+    ]
+    study = aggregate("topcow-track1-task1", "study", rows)
+    assert study["anterior_graph_acc"] == study["anterior_topology"] == pytest.approx(2 / 3)
+    assert study["posterior_graph_acc"] == study["posterior_topology"] == pytest.approx(2 / 3)
+    assert study["f1_grp2"] == 0.0
+
+
+def test_study_task1_reads_the_whole_volume_where_the_official_crops_to_the_roi(tmp_path) -> None:
+    from study_cases import score_case, write_xyz
+
+    truth = np.zeros((16, 8, 8), np.uint8)
+    truth[2:5, 2:5, 2:5] = 1
+    truth[12:14, 2:4, 2:4] = 4  # outside the ROI below
+    pred = np.zeros_like(truth)
+    pred[2:5, 2:5, 2:5] = 1
+    (tmp_path / "roi").mkdir()
+    roi = Box(size=(8, 8, 8), location=(0, 0, 0))
+    (tmp_path / "roi" / "topcow_ct_c1.txt").write_text(format_roi_text(roi), encoding="utf-8")
+    gold = write_xyz(tmp_path / "gold.nii.gz", truth, (1.0, 1.0, 1.0))
+    mine = write_xyz(tmp_path / "pred.nii.gz", pred, (1.0, 1.0, 1.0))
+    official = score_case("topcow-track1-task1", "official", mine, gold, private=tmp_path)
+    study = score_case("topcow-track1-task1", "study", mine, gold, private=tmp_path)
+    # official: inside the ROI only label 1 exists, predicted exactly -> Dice 1;
+    # study: the whole volume's gold labels {1, 4}, label 4 missed -> (1 + 0) / 2
+    assert official.values["dice"] == 1.0
+    assert study.values["dice"] == 0.5
+    assert study.values["hd95"] == 45.0  # (0 + 90) / 2

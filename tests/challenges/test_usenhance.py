@@ -121,3 +121,45 @@ def test_unreadable_file_non_png_name_and_jpeg_named_png(dirs, tmp_path) -> None
     assert any("breast_1" in r and "unreadable" in r for r in reasons)
     assert any("liver_2.jpg" in r and "use one of .png" in r for r in reasons), reasons
     assert any("thyroid_10" in r and "is JPEG, not PNG" in r for r in reasons), reasons
+
+
+# --- the study's definitions (docs/study-errata.md, usenhance) ---------------------------------
+
+
+def test_study_psnr_and_ssim_use_the_pair_data_range(tmp_path) -> None:
+    from skimage.metrics import structural_similarity
+    from study_cases import score_case
+
+    truth = np.full((16, 16), 100, np.uint8)
+    truth[4:8, 4:8] = 200
+    pred = truth.copy()
+    pred[0, 0] = 110
+    Image.fromarray(truth).save(tmp_path / "gold.png")
+    Image.fromarray(pred).save(tmp_path / "pred.png")
+    official = score_case("usenhance", "official", tmp_path / "pred.png", tmp_path / "gold.png")
+    study = score_case("usenhance", "study", tmp_path / "pred.png", tmp_path / "gold.png")
+    mse = 10.0**2 / 256
+    # official: 10·log10(255² / MSE); study: L = max(200, 200) - min(100, 100) = 100
+    assert official.values["psnr"] == pytest.approx(10 * math.log10(255.0**2 / mse))
+    assert study.values["psnr"] == pytest.approx(10 * math.log10(100.0**2 / mse))
+    assert official.values["psnr"] - study.values["psnr"] == pytest.approx(20 * math.log10(2.55))
+    as_float = (pred.astype(np.float64), truth.astype(np.float64))
+    assert study.values["ssim"] == pytest.approx(
+        structural_similarity(as_float[1], as_float[0], data_range=100.0), abs=1e-12
+    )
+    assert official.values["ssim"] == pytest.approx(
+        structural_similarity(as_float[1], as_float[0], data_range=255.0), abs=1e-12
+    )
+    assert study.values["lncc"] == official.values["lncc"]
+
+
+def test_study_identical_images_keep_the_psnr_cap(tmp_path) -> None:
+    from study_cases import score_case
+
+    flat = np.full((8, 8), 7, np.uint8)
+    Image.fromarray(flat).save(tmp_path / "gold.png")
+    Image.fromarray(flat).save(tmp_path / "pred.png")
+    study = score_case("usenhance", "study", tmp_path / "pred.png", tmp_path / "gold.png")
+    # L = 0 (one constant image twice): SSIM 1 and the 100 dB cap, never inf or a division by 0
+    assert study.values["ssim"] == 1.0
+    assert study.values["psnr"] == 100.0

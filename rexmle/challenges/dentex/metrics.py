@@ -75,7 +75,10 @@ def _scored_boxes(detections: list[dict[str, Any]], key: str) -> ScoredBoxes:
 
 
 def dentex_scores(
-    truth: Sequence[list[dict[str, Any]]], detections: Sequence[list[dict[str, Any]]]
+    truth: Sequence[list[dict[str, Any]]],
+    detections: Sequence[list[dict[str, Any]]],
+    *,
+    first_category_id: int = 0,
 ) -> dict[str, float]:
     """The 16 DENTEX leaderboard values from per-image annotations and detections.
 
@@ -94,6 +97,9 @@ def dentex_scores(
         truth: per image (COCO id order), its annotations with ``bbox``, ``area``, ``iscrowd``
             and ``category_id_1/2/3``.
         detections: per image, aligned with ``truth``, the detections in submitted order.
+        first_category_id: categories below it are not scored at any level (their reference
+            boxes and detections are left out); 0, the data's first id, scores all. The
+            published study's grader scored from 1 (``study.py``).
 
     Returns:
         ``<stat>_<level>`` for every statistic of `STATS` and level of `LEVELS`, ``*_mean``
@@ -111,9 +117,15 @@ def dentex_scores(
         return dict.fromkeys(keys, 0.0)
     values: dict[str, float] = {}
     for level, key in LEVELS:
+        level_truth, level_detections = truth, detections
+        if first_category_id > 0:
+            level_truth = [[a for a in t if int(a[key]) >= first_category_id] for t in truth]
+            level_detections = [
+                [d for d in image if int(d[key]) >= first_category_id] for image in detections
+            ]
         stats = coco_box_stats(
-            [_truth_boxes(a, key) for a in truth],
-            [_scored_boxes(d, key) for d in detections],
+            [_truth_boxes(a, key) for a in level_truth],
+            [_scored_boxes(d, key) for d in level_detections],
             no_truth="minus_one",
         ).stats
         for stat, index in STATS:
@@ -155,5 +167,14 @@ def score_dataset(job: ScoreJob) -> list[CaseRow]:
 
 def aggregate(rows: list[CaseRow], _task: TaskSpec) -> dict[str, float]:
     """The 16 COCO values of :func:`dentex_scores` over every row's image at once."""
+    return aggregate_from(rows, first_category_id=0)
+
+
+def aggregate_from(rows: list[CaseRow], *, first_category_id: int) -> dict[str, float]:
+    """:func:`aggregate` scoring only the categories from ``first_category_id`` on."""
     boxes = [row.detail for row in rows]
-    return dentex_scores([b.truth for b in boxes], [b.detections for b in boxes])
+    return dentex_scores(
+        [b.truth for b in boxes],
+        [b.detections for b in boxes],
+        first_category_id=first_category_id,
+    )

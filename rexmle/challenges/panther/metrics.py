@@ -55,14 +55,25 @@ def official_spacing(spacing_xyz: tuple[float, float, float]) -> tuple[float, fl
 
 
 def score_arrays(
-    pred: np.ndarray, truth: np.ndarray, spacing_xyz: tuple[float, float, float]
+    pred: np.ndarray,
+    truth: np.ndarray,
+    spacing_xyz: tuple[float, float, float],
+    *,
+    ranked_spacing: tuple[float, float, float] | None = None,
 ) -> dict[str, CaseValue]:
-    """Per-case metrics of boolean (x, y, z) masks with the GT spacing in (x, y, z) order."""
+    """Per-case metrics of boolean (x, y, z) masks with the GT spacing in (x, y, z) order.
+
+    ``ranked_spacing`` (per array axis) replaces the official pairing for the ranked surface
+    keys (the published study's pairing, ``study.py``).
+    """
     uniform = not pred.any() or bool(pred.all())
     ranked, physical = surfel_scores_per_spacing(
         pred,
         truth,
-        spacings_mm=[official_spacing(spacing_xyz), spacing_xyz],
+        spacings_mm=[
+            official_spacing(spacing_xyz) if ranked_spacing is None else ranked_spacing,
+            spacing_xyz,
+        ],
         tolerance_mm=TOLERANCE_MM,
         percent=PERCENT,
     )
@@ -85,13 +96,24 @@ def score_arrays(
 
 def score_case(case: ScoreCase) -> CaseRow:
     """Metrics of one case, with the gold spacing (SimpleITK reads both files, as officially)."""
+    pred, truth, gold_spacing, _ = read_case(case)
+    return CaseRow(case_id=case.case_id, values=score_arrays(pred, truth, gold_spacing))
+
+
+Spacing = tuple[float, float, float]
+
+
+def read_case(case: ScoreCase) -> tuple[np.ndarray, np.ndarray, Spacing, Spacing]:
+    """(prediction, gold) masks in C order and the (gold, prediction) spacings (x, y, z), mm."""
     pred_path, gold_path = case.file_pair()
     gold = read_image(gold_path, reader="simpleitk")
+    predicted = read_image(pred_path, reader="simpleitk")
     # C order whatever the file format (NIfTI arrives in Fortran order)
     truth = np.ascontiguousarray(np.asarray(gold.array) == 1)
-    pred = np.ascontiguousarray(np.asarray(read_image(pred_path, reader="simpleitk").array) == 1)
-    s_x, s_y, s_z = (float(s) for s in gold.spacing_mm)
-    return CaseRow(case_id=case.case_id, values=score_arrays(pred, truth, (s_x, s_y, s_z)))
+    pred = np.ascontiguousarray(np.asarray(predicted.array) == 1)
+    g_x, g_y, g_z = (float(s) for s in gold.spacing_mm)
+    p_x, p_y, p_z = (float(s) for s in predicted.spacing_mm)
+    return pred, truth, (g_x, g_y, g_z), (p_x, p_y, p_z)
 
 
 def aggregate(rows: list[CaseRow], _task: TaskSpec) -> dict[str, float]:

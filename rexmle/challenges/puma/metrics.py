@@ -26,7 +26,7 @@ from rexmle.tasks.rows import CaseRow, CaseValue
 from rexmle.tasks.spec import TaskSpec
 
 from .classes import TISSUE_CLASSES, track_classes
-from .submission import read_nuclei_file
+from .submission import Nuclei, read_nuclei_file
 
 TISSUE_EPSILON = 1e-5
 
@@ -83,11 +83,8 @@ def aggregate_tissue(rows: Sequence[CaseRow], _task: TaskSpec) -> dict[str, floa
     return metrics
 
 
-def score_nuclei_case(case: ScoreCase) -> CaseRow:
-    """Per-class TP/FP/FN of one case, for the classes of the task's ``params.track``.
-
-    Row keys: ``n_truth``, ``n_pred``, ``n_matched`` and ``tp_<class>``, ``fp_<class>``,
-    ``fn_<class>`` for every class of the track (0 when the class does not occur in the case).
+def read_case_nuclei(case: ScoreCase) -> tuple[Nuclei, Nuclei]:
+    """The (gold, prediction) nuclei of one case, with the classes of ``params.track``.
 
     Raises:
         HarnessError: a file that passed validation no longer parses.
@@ -101,11 +98,12 @@ def score_nuclei_case(case: ScoreCase) -> CaseRow:
             msg = f"PUMA case {case.case_id}: the {role} file does not parse after validation: {reasons}"
             raise HarnessError(msg)
         parsed[role] = nuclei
-    truth, pred = parsed["gold"], parsed["prediction"]
-    counts = nuclei_class_counts(truth.xy, truth.classes, pred.xy, pred.classes, pred.scores)
+    return parsed["gold"], parsed["prediction"]
+
+
+def nuclei_row(counts: dict[str, ClassCounts], classes: tuple[str, ...]) -> dict[str, CaseValue]:
+    """Row values ``n_matched`` and ``tp_/fp_/fn_<class>`` for every class (0 when absent)."""
     values: dict[str, CaseValue] = {
-        "n_truth": float(len(truth.classes)),
-        "n_pred": float(len(pred.classes)),
         "n_matched": float(sum(c.true_positives for c in counts.values())),
     }
     for name in classes:
@@ -113,10 +111,30 @@ def score_nuclei_case(case: ScoreCase) -> CaseRow:
         values[f"tp_{name}"] = float(found.true_positives)
         values[f"fp_{name}"] = float(found.false_positives)
         values[f"fn_{name}"] = float(found.false_negatives)
+    return values
+
+
+def score_nuclei_case(case: ScoreCase) -> CaseRow:
+    """Per-class TP/FP/FN of one case, for the classes of the task's ``params.track``.
+
+    Row keys: ``n_truth``, ``n_pred``, ``n_matched`` and ``tp_<class>``, ``fp_<class>``,
+    ``fn_<class>`` for every class of the track (0 when the class does not occur in the case).
+
+    Raises:
+        HarnessError: a file that passed validation no longer parses.
+    """
+    truth, pred = read_case_nuclei(case)
+    counts = nuclei_class_counts(truth.xy, truth.classes, pred.xy, pred.classes, pred.scores)
+    values: dict[str, CaseValue] = {
+        "n_truth": float(len(truth.classes)),
+        "n_pred": float(len(pred.classes)),
+        **nuclei_row(counts, track_classes(case.params)),
+    }
     return CaseRow(case_id=case.case_id, values=values)
 
 
-def _case_counts(row: CaseRow, classes: tuple[str, ...]) -> dict[str, ClassCounts]:
+def case_counts(row: CaseRow, classes: tuple[str, ...]) -> dict[str, ClassCounts]:
+    """The counts of the classes occurring in one case row (TP + FP + FN > 0)."""
     counts = {}
     for name in classes:
         tp, fp, fn = (int(row.number(f"{k}_{name}")) for k in ("tp", "fp", "fn"))
@@ -147,7 +165,7 @@ def aggregate_nuclei(rows: Sequence[CaseRow], task: TaskSpec) -> dict[str, float
         ``f1`` and ``f1_<class>`` per class.
     """
     classes = track_classes(task.params)
-    result = puma_macro_f1([_case_counts(row, classes) for row in rows])
+    result = puma_macro_f1([case_counts(row, classes) for row in rows])
     metrics = {"f1": result.f1}
     for name in classes:
         metrics[f"f1_{name}"] = float(result.per_class.get(name, 0.0))

@@ -30,6 +30,8 @@ _STEM = r"training_set_(?:primary|metastatic)_roi_\d+"
 ROI_PATTERN = re.compile(rf"^({_STEM})\.tif$")
 TISSUE_PATTERN = re.compile(rf"^({_STEM})_tissue\.geojson$")
 NUCLEI_PATTERN = re.compile(rf"^({_STEM})_nuclei\.geojson$")
+NUCLEI_SOURCES = "nuclei_sources"
+"""Folder under ``private/`` with each test case's :func:`nuclei_sources`."""
 
 
 @dataclass(frozen=True)
@@ -162,6 +164,21 @@ def nuclei_document(case_id: str, cases: RawCases, track: Track) -> dict[str, li
     return {"polygons": polygons}
 
 
+def nuclei_sources(case_id: str, cases: RawCases) -> dict[str, list[dict[str, str]]]:
+    """Where each nucleus of :func:`nuclei_document` comes from, in the same order.
+
+    Per polygon: ``raw_class`` (the release's class name) and ``geometry`` (``Polygon`` or
+    ``MultiPolygon``, the feature it is a part of). Grading reads it only for the study's
+    definitions (``study.py``), which prepared the classes and geometries differently.
+    """
+    sources = [
+        {"raw_class": feature.class_name, "geometry": feature.geometry_type}
+        for feature in read_features(cases.nuclei[case_id], allowed_classes=NUCLEI_NAMES)
+        for _ in feature.polygons
+    ]
+    return {"polygons": sources}
+
+
 def write_json(path: Path, content: object) -> None:
     """Write JSON (UTF-8), parents created."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -249,6 +266,7 @@ def prepare_nuclei(job: PrepareJob) -> Split:
         document = nuclei_document(case_id, cases, track)
         case_classes.append({str(p["name"]) for p in document["polygons"]})
         write_json(gold / relative, document)
+        write_json(job.private / NUCLEI_SOURCES / f"{case_id}.json", nuclei_sources(case_id, cases))
         write_json(public_dir / relative, {"polygons": []})
         rows.append((case_id, relative))
     job.write_answer_csvs(rows, rows)

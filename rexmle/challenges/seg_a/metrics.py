@@ -32,17 +32,30 @@ from rexmle.tasks.spec import TaskSpec
 
 def score_case(case: ScoreCase) -> CaseRow:
     """``dsc`` and ``hd`` of one case, on the gold grid and spacing (both read by SimpleITK)."""
+    pred, truth, spacing = read_case(case)
+    return CaseRow(case_id=case.case_id, values=case_values(pred, truth, spacing))
+
+
+def read_case(case: ScoreCase) -> tuple[np.ndarray, np.ndarray, tuple[float, ...]]:
+    """The (prediction, gold) foreground masks in C order and the gold spacing in mm."""
     pred_path, gold_path = case.file_pair()
     gold = read_image(gold_path, reader="simpleitk")
     # C order whatever the file format (NIfTI arrives in Fortran order)
     truth = np.ascontiguousarray(np.asarray(gold.array) == 1)
     pred = np.ascontiguousarray(np.asarray(read_image(pred_path, reader="simpleitk").array) == 1)
-    spacing = tuple(float(s) for s in gold.spacing_mm)
-    values: dict[str, CaseValue] = {
+    return pred, truth, tuple(float(s) for s in gold.spacing_mm)
+
+
+def case_values(
+    pred: np.ndarray, truth: np.ndarray, spacing: tuple[float, ...], *, directed: bool = False
+) -> dict[str, CaseValue]:
+    """``dsc`` and ``hd`` (``directed``: prediction to gold only) with ``spacing`` per axis."""
+    return {
         "dsc": dice(pred, truth, empty_value=1.0),
-        "hd": hausdorff_distance(pred, truth, spacing_mm=spacing, surface_connectivity=6),
+        "hd": hausdorff_distance(
+            pred, truth, spacing_mm=spacing, surface_connectivity=6, directed=directed
+        ),
     }
-    return CaseRow(case_id=case.case_id, values=values)
 
 
 def aggregate(rows: list[CaseRow], _task: TaskSpec) -> dict[str, float]:

@@ -66,31 +66,64 @@ def side_road_outcomes(
 
 
 def score_arrays(
-    pred: np.ndarray, truth: np.ndarray, spacing_mm: tuple[float, ...], modality: str
+    pred: np.ndarray,
+    truth: np.ndarray,
+    spacing_mm: tuple[float, ...],
+    modality: str,
+    *,
+    directed_hd95: bool = False,
+    neighbors_over_union: bool = False,
 ) -> tuple[dict[str, float], dict[int, DetectionOutcome]]:
-    """Per-case values and side-road outcomes of uint8 (x, y, z) label maps."""
+    """Per-case values and side-road outcomes of uint8 (x, y, z) label maps.
+
+    The keywords select the published study's variants (``study.py``): HD95 from the prediction
+    to the gold only, and the neighbour error averaged over the labels of G ∪ P.
+    """
     cldice_scores = per_label_cldice(pred, truth)
+    union = None
+    if neighbors_over_union:
+        union = [int(v) for v in np.union1d(np.unique(pred), np.unique(truth)) if v != 0]
     values = {
         "dice": class_average_dice(pred, truth),
         "cldice": float(np.mean(list(cldice_scores.values()))) if cldice_scores else 0.0,
         "b0_error": class_average_b0_error(pred, truth, connectivity=26),
         "hd95": class_average_hd95(
-            pred, truth, spacing_mm=spacing_mm, absent_value_mm=ABSENT_HD95_MM
+            pred,
+            truth,
+            spacing_mm=spacing_mm,
+            absent_value_mm=ABSENT_HD95_MM,
+            directed=directed_hd95,
         ),
-        "neighbor_error": invalid_neighbor_error(pred, valid_neighbors(modality)),
+        "neighbor_error": invalid_neighbor_error(
+            pred, valid_neighbors(modality), over_labels=union
+        ),
     }
     return values, side_road_outcomes(pred, truth, TRACKS[modality].side_road)
 
 
 def score_case(case: ScoreCase) -> CaseRow:
     """Metrics of one case; ``detail`` holds its side-road outcomes (label -> outcome)."""
+    return score_case_with(case)
+
+
+def score_case_with(
+    case: ScoreCase, *, directed_hd95: bool = False, neighbors_over_union: bool = False
+) -> CaseRow:
+    """:func:`score_case` with the variants of :func:`score_arrays`."""
     pred_path, gold_path = case.file_pair()
     gold = read_image(gold_path, reader="simpleitk")
     # C order: NIfTI arrays arrive in Fortran order, which makes every per-label pass ~3x slower
     truth = np.ascontiguousarray(gold.array, dtype=np.uint8)
     pred = np.ascontiguousarray(read_image(pred_path, reader="simpleitk").array, dtype=np.uint8)
     spacing = tuple(float(s) for s in gold.spacing_mm)
-    values, outcomes = score_arrays(pred, truth, spacing, case.params["scan"])
+    values, outcomes = score_arrays(
+        pred,
+        truth,
+        spacing,
+        case.params["scan"],
+        directed_hd95=directed_hd95,
+        neighbors_over_union=neighbors_over_union,
+    )
     row: dict[str, CaseValue] = dict(values)
     for label, outcome in outcomes.items():
         row[f"side_road_{label}"] = str(outcome)

@@ -155,14 +155,7 @@ def aggregate_segmentation(rows: list[CaseRow], _task: TaskSpec) -> dict[str, fl
     the region matches, else ``FAIL``.
     """
     cases = [row.values for row in rows]
-    metrics: dict[str, float] = {}
-    f1_values = []
-    for label in GROUP2_LABELS:
-        outcomes = [str(c[f"grp2_{label}"]) for c in cases]
-        f1_values.append(
-            detection_f1(outcomes.count("TP"), outcomes.count("FP"), outcomes.count("FN"))
-        )
-    metrics["f1_grp2"] = float(np.mean(f1_values))
+    metrics: dict[str, float] = {"f1_grp2": group2_f1(cases)}
     for region in REGIONS:
         truth = [str(c[f"gt_{region}"]) for c in cases]
         pred = [str(c[f"pred_{region}"]) for c in cases]
@@ -172,6 +165,19 @@ def aggregate_segmentation(rows: list[CaseRow], _task: TaskSpec) -> dict[str, fl
         metrics[f"{region}_graph_acc"] = balanced_accuracy(pred, truth)
         metrics[f"{region}_topology"] = balanced_accuracy(topology, truth)
     return metrics
+
+
+def group2_f1(cases: Sequence[dict[str, CaseValue]]) -> float:
+    """``f1_grp2``: per group-2 label TP/FP/FN summed over the cases' ``grp2_<c>`` outcomes,
+    F1 = 2TP/(2TP+FP+FN) (0 if all are 0), mean over the four labels.
+    """
+    f1_values = []
+    for label in GROUP2_LABELS:
+        outcomes = [str(c[f"grp2_{label}"]) for c in cases]
+        f1_values.append(
+            detection_f1(outcomes.count("TP"), outcomes.count("FP"), outcomes.count("FN"))
+        )
+    return float(np.mean(f1_values))
 
 
 # ---- Task 2 ---------------------------------------------------------------------------------
