@@ -179,6 +179,7 @@ def prepare(
 ) -> None:
     """Download (or generate with --mini) and prepare tasks into public/ and private/."""
     from rexmle.preparation import prepare_task
+    from rexmle.tasks.folders import read_prepared
     from rexmle.tasks.registry import all_tasks
 
     if all_tasks_flag == bool(tasks):
@@ -202,6 +203,8 @@ def prepare(
             continue
         verb = "prepared" if did_work else "already prepared (use --force to redo)"
         out.print(f"{task_id}: {verb} in {dirs.root}")
+        for note in (read_prepared(dirs) or {}).get("notes", []) if did_work else []:
+            out.print(f"  [yellow]note:[/] {note}", highlight=False)
     if failed:
         raise typer.Exit(2)
 

@@ -224,7 +224,8 @@ class FunctionsSpec(_Strict):
     """
 
     make_fixture: str
-    """``(raw_dir: Path, *, seed: int) -> None``: write the mini raw data in the real layout."""
+    """``(raw_dir: Path, *, seed: int, real_quirks: bool = False) -> None``: write the mini raw
+    data in the real layout; ``real_quirks`` adds the real archive's known variants."""
     prepare: str
     """``(job: PrepareJob) -> Split``: raw -> public/ and private/ (gold, sample submission)."""
     score_case: str | None = None
