@@ -37,6 +37,15 @@ def _fail(error: Exception, code: int = 2) -> typer.Exit:
     return typer.Exit(code)
 
 
+def _interrupted(task_id: str) -> typer.Exit:
+    err.print(
+        f"[bold red]{task_id}: interrupted[/] (Ctrl-C); partial downloads are kept and resume "
+        "on the next run",
+        highlight=False,
+    )
+    return typer.Exit(130)
+
+
 @app.command("version")
 def version() -> None:
     """Print the rexmle version."""
@@ -197,6 +206,8 @@ def prepare(
                     from_dir=from_dir,
                     allow_unpinned=allow_unpinned,
                 )
+        except KeyboardInterrupt:
+            raise _interrupted(task_id) from None
         except RexmleError as error:
             failed += 1
             err.print(f"[bold red]{task_id}: failed:[/] {error}", highlight=False)
@@ -229,6 +240,8 @@ def download(
             manifest = fetch_task_raw(
                 spec, raw_dir, max_parallel=max_parallel, progress=sys.stderr.isatty()
             )
+        except KeyboardInterrupt:
+            raise _interrupted(task_id) from None
         except RexmleError as error:
             failed += 1
             err.print(f"[bold red]{task_id}: failed:[/] {error}", highlight=False)

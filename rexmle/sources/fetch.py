@@ -346,9 +346,29 @@ def _obtain(
     total = None if unknown else sum(_size_of(j) or 0 for j in jobs)
 
     def fetch_one(job: _Job, bars: TransferProgress, cancel: threading.Event) -> DownloadedFile:
-        return _download(job, downloads_dir, policy=policy, bars=bars, cancel=cancel, sleep=sleep)
+        wait = cancellable_sleep(cancel, sleep, context=job.context)
+        return _download(job, downloads_dir, policy=policy, bars=bars, cancel=cancel, sleep=wait)
 
     return _run_parallel(jobs, fetch_one, max_parallel=max_parallel, progress=progress, total=total)
+
+
+def cancellable_sleep(cancel: threading.Event, sleep: Sleep, *, context: str) -> Sleep:
+    """A retry wait for a worker thread that ends at once when ``cancel`` is set (Ctrl-C).
+
+    ``time.sleep`` is replaced by a wait on the event; any other ``sleep`` (tests) is called
+    as given. Either way a set event raises instead of starting the next attempt.
+    """
+
+    def wait(seconds: float) -> None:
+        if sleep is time.sleep:
+            cancel.wait(seconds)
+        elif not cancel.is_set():
+            sleep(seconds)
+        if cancel.is_set():
+            msg = f"{context}: interrupted while waiting to retry"
+            raise _Cancelled(msg)
+
+    return wait
 
 
 def _size_of(job: _Job) -> int | None:
