@@ -11,7 +11,6 @@ import socket
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 from source_server import FAST_RETRIES, Route, serve_zenodo
@@ -43,7 +42,8 @@ def test_each_retry_is_logged_with_its_cause_and_the_next_wait(source_server, tm
     assert "HTTP 502" in lines[1]
 
 
-def test_a_host_name_that_does_not_resolve_fails_in_seconds(monkeypatch, offline, caplog):
+@pytest.mark.usefixtures("offline")
+def test_a_host_name_that_does_not_resolve_fails_in_seconds(monkeypatch, caplog):
     def no_dns(*_args: object, **_kwargs: object) -> list[object]:
         raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
 
