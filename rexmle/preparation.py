@@ -106,7 +106,12 @@ def ensure_mini_raw(task_id: str, raw_dir: Path, *, secret: FixtureSecret = "new
 
 
 def ensure_real_raw(
-    task_id: str, raw_dir: Path, *, from_dir: Path | None, allow_unpinned: bool = False
+    task_id: str,
+    raw_dir: Path,
+    *,
+    from_dir: Path | None,
+    allow_unpinned: bool = False,
+    published_checksums: bool = True,
 ) -> None:
     """Download (or take from ``from_dir``), verify and extract the task's real sources.
 
@@ -121,6 +126,7 @@ def ensure_real_raw(
         raw_dir,
         from_dir=from_dir,
         allow_unpinned=allow_unpinned,
+        published_checksums=published_checksums,
         progress=sys.stderr.isatty(),
     )
 
@@ -134,6 +140,7 @@ def prepare_task(
     from_dir: Path | None = None,
     allow_unpinned: bool = False,
     check_counts: bool = True,
+    published_checksums: bool = True,
     fixture_secret: FixtureSecret = "new",
 ) -> tuple[TaskDirs, bool]:
     """Prepare one task; returns its folders and whether work was done (False: already prepared).
@@ -145,6 +152,8 @@ def prepare_task(
 
     ``check_counts`` (real data only) compares the split sizes with the spec's expected counts;
     it is turned off only for mini-sized copies of a real source (tests of the download path).
+    ``published_checksums`` (real data only) also checks each source file against the sizes and
+    checksums third parties published (`rexmle.sources.published`).
 
     Raises:
         DataError: the raw data does not look as the spec says, or the task is prepared with the
@@ -169,7 +178,13 @@ def prepare_task(
     if mini:
         secret = ensure_mini_raw(task_id, dirs.raw, secret=fixture_secret)
     else:
-        ensure_real_raw(task_id, dirs.raw, from_dir=from_dir, allow_unpinned=allow_unpinned)
+        ensure_real_raw(
+            task_id,
+            dirs.raw,
+            from_dir=from_dir,
+            allow_unpinned=allow_unpinned,
+            published_checksums=published_checksums,
+        )
 
     dirs.root.mkdir(parents=True, exist_ok=True)
     for stale in dirs.root.glob(".building-*"):

@@ -15,7 +15,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from typer.testing import CliRunner
 
+from rexmle.cli import app
 from rexmle.errors import DataError
 from rexmle.io import read_image
 from rexmle.preparation import check_declared_counts
@@ -194,3 +196,13 @@ def test_a_count_mismatch_names_the_folder_counts_and_the_declaration(
         }
     )
     check_declared_counts(corrected, split)  # the one-line correction is all it takes
+
+
+def test_rexmle_prepare_prints_the_puma_choice(tmp_path: Path) -> None:
+    args = ["prepare", "puma-track1-task1", "--mini", "--data-dir", str(tmp_path)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert f"note: PUMA: {PUMA_OUT} is not in this download" in " ".join(result.output.split())
+    manifest = json.loads((tmp_path / "puma-track1-task1" / "prepared.json").read_text())
+    assert manifest["notes"][0].startswith(f"PUMA: {PUMA_OUT} is not in this download")
+    assert manifest["found"] == {"primary": 5, "metastatic": 5}
