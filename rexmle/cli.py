@@ -44,12 +44,31 @@ def _fail(error: Exception, code: int = 2) -> typer.Exit:
     return typer.Exit(code)
 
 
+def _interrupted(task_id: str) -> typer.Exit:
+    err.print(
+        f"[bold red]{task_id}: interrupted[/] (Ctrl-C); partial downloads are kept and resume "
+        "on the next run",
+        highlight=False,
+    )
+    return typer.Exit(130)
+
+
 @app.command("version")
 def version() -> None:
     """Print the rexmle version."""
     out.print(__version__)
 
 
+NoPublishedOption = Annotated[
+    bool,
+    typer.Option(
+        "--no-published-checksums",
+        help=(
+            "Do not check the sizes and checksums third parties published (rexmle info lists "
+            "them); only after comparing a disagreement with the live record."
+        ),
+    ),
+]
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 
 
@@ -109,6 +128,7 @@ def list_tasks(data_dir: DataDirOption = None, as_json: JsonFlag = False) -> Non
 @app.command("info")
 def info(task: str, data_dir: DataDirOption = None, as_json: JsonFlag = False) -> None:
     """Show a task's spec, sources, metrics, leaderboard size and preparation state."""
+    from rexmle.sources.published import published_for
     from rexmle.tasks.definitions import ERRATA_DOC
     from rexmle.tasks.folders import read_prepared, task_dirs
     from rexmle.tasks.leaderboard import leaderboard_source, load_leaderboard
@@ -122,11 +142,18 @@ def info(task: str, data_dir: DataDirOption = None, as_json: JsonFlag = False) -
     dirs = task_dirs(task, data_dir)
     prepared = read_prepared(dirs)
     study_differs = Task(spec).has_study_definitions()
+    published = {
+        f.name: published_for(spec, source, f) for source in spec.sources for f in source.files
+    }
     if as_json:
         thresholds = board.thresholds()
+        dumped = spec.model_dump(mode="json")
+        for source in dumped["sources"]:
+            for entry in source["files"]:
+                entry["published"] = [row.as_dict() for row in published[entry["name"]]]
         print_json(
             {
-                **spec.model_dump(mode="json"),
+                **dumped,
                 "leaderboard": {
                     "source": leaderboard_source(task),
                     "n_rows": board.n_rows,
@@ -150,6 +177,17 @@ def info(task: str, data_dir: DataDirOption = None, as_json: JsonFlag = False) -
         files = ", ".join(f.name for f in source.files)
         where = f"record {source.record}" if source.record else "direct"
         out.print(f"source: {source.kind} {where}: {files} (licence: {source.licence})")
+        for f in source.files:
+            pins = [v for v in (f.checksum, f"{f.size_bytes} bytes" if f.size_bytes else None) if v]
+            out.print(f"  {f.name}: pinned in the task: {', '.join(pins) or 'nothing'}")
+            for row in published[f.name]:
+                values = [*row.checksums, *([f"{row.size_bytes} bytes"] if row.size_bytes else [])]
+                out.print(
+                    f"    published: {', '.join(values)} ({row.evidence_kind}: {row.evidence})",
+                    highlight=False,
+                )
+            if not published[f.name]:
+                out.print("    published: no third-party value found")
     out.print(f"split: {spec.split.rule}")
     thresholds = board.thresholds()
     out.print(
@@ -193,9 +231,11 @@ def prepare(
             "--allow-unpinned", help="With --from: accept files without pinned checksums."
         ),
     ] = False,
+    no_published: NoPublishedOption = False,
 ) -> None:
     """Download (or generate with --mini) and prepare tasks into public/ and private/."""
     from rexmle.preparation import prepare_task
+    from rexmle.tasks.folders import read_prepared
     from rexmle.tasks.registry import all_tasks
 
     if all_tasks_flag == bool(tasks):
@@ -212,13 +252,19 @@ def prepare(
                     force=force,
                     from_dir=from_dir,
                     allow_unpinned=allow_unpinned,
+                    published_checksums=not no_published,
                 )
+        except KeyboardInterrupt:
+            raise _interrupted(task_id) from None
         except RexmleError as error:
             failed += 1
             err.print(f"[bold red]{task_id}: failed:[/] {error}", highlight=False)
             continue
         verb = "prepared" if did_work else "already prepared (use --force to redo)"
         out.print(f"{task_id}: {verb} in {dirs.root}")
+        notes = (read_prepared(dirs) or {}).get("notes") if did_work else None
+        for note in notes if isinstance(notes, list) else []:
+            out.print(f"  [yellow]note:[/] {note}", highlight=False)
     if failed:
         raise typer.Exit(2)
 
@@ -228,6 +274,7 @@ def download(
     tasks: Annotated[list[str], typer.Argument(help="Task ids.")],
     data_dir: DataDirOption = None,
     max_parallel: Annotated[int, typer.Option("--parallel", help="Files at once.", min=1)] = 2,
+    no_published: NoPublishedOption = False,
 ) -> None:
     """Download, verify and extract tasks' raw sources only (shared sources: once)."""
     from rexmle.config import resolve_data_dir
@@ -241,8 +288,14 @@ def download(
             spec = get_task(task_id)
             raw_dir = root / spec.raw_folder / "raw"
             manifest = fetch_task_raw(
-                spec, raw_dir, max_parallel=max_parallel, progress=sys.stderr.isatty()
+                spec,
+                raw_dir,
+                max_parallel=max_parallel,
+                progress=sys.stderr.isatty(),
+                published_checksums=not no_published,
             )
+        except KeyboardInterrupt:
+            raise _interrupted(task_id) from None
         except RexmleError as error:
             failed += 1
             err.print(f"[bold red]{task_id}: failed:[/] {error}", highlight=False)

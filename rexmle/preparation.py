@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import os
 import secrets
 import shutil
@@ -27,6 +28,8 @@ from rexmle.tasks.folders import TaskDirs, read_prepared, task_dirs
 from rexmle.tasks.jobs import PrepareJob
 from rexmle.tasks.registry import get_task, load_task
 from rexmle.tasks.spec import TaskSpec
+
+log = logging.getLogger(__name__)
 
 RAW_COMPLETE_MARKER = ".rexmle-raw-complete.json"
 SOURCES_MANIFEST = ".rexmle-sources.json"
@@ -103,7 +106,12 @@ def ensure_mini_raw(task_id: str, raw_dir: Path, *, secret: FixtureSecret = "new
 
 
 def ensure_real_raw(
-    task_id: str, raw_dir: Path, *, from_dir: Path | None, allow_unpinned: bool = False
+    task_id: str,
+    raw_dir: Path,
+    *,
+    from_dir: Path | None,
+    allow_unpinned: bool = False,
+    published_checksums: bool = True,
 ) -> None:
     """Download (or take from ``from_dir``), verify and extract the task's real sources.
 
@@ -118,6 +126,7 @@ def ensure_real_raw(
         raw_dir,
         from_dir=from_dir,
         allow_unpinned=allow_unpinned,
+        published_checksums=published_checksums,
         progress=sys.stderr.isatty(),
     )
 
@@ -131,6 +140,7 @@ def prepare_task(
     from_dir: Path | None = None,
     allow_unpinned: bool = False,
     check_counts: bool = True,
+    published_checksums: bool = True,
     fixture_secret: FixtureSecret = "new",
 ) -> tuple[TaskDirs, bool]:
     """Prepare one task; returns its folders and whether work was done (False: already prepared).
@@ -142,6 +152,8 @@ def prepare_task(
 
     ``check_counts`` (real data only) compares the split sizes with the spec's expected counts;
     it is turned off only for mini-sized copies of a real source (tests of the download path).
+    ``published_checksums`` (real data only) also checks each source file against the sizes and
+    checksums third parties published (`rexmle.sources.published`).
 
     Raises:
         DataError: the raw data does not look as the spec says, or the task is prepared with the
@@ -166,7 +178,13 @@ def prepare_task(
     if mini:
         secret = ensure_mini_raw(task_id, dirs.raw, secret=fixture_secret)
     else:
-        ensure_real_raw(task_id, dirs.raw, from_dir=from_dir, allow_unpinned=allow_unpinned)
+        ensure_real_raw(
+            task_id,
+            dirs.raw,
+            from_dir=from_dir,
+            allow_unpinned=allow_unpinned,
+            published_checksums=published_checksums,
+        )
 
     dirs.root.mkdir(parents=True, exist_ok=True)
     for stale in dirs.root.glob(".building-*"):
@@ -178,8 +196,10 @@ def prepare_task(
     try:
         job = PrepareJob(raw=dirs.raw, public=public, private=private, task=task.spec, mini=mini)
         split = with_declared_source(prepare(job), task.spec)
+        for note in split.notes:
+            log.warning("%s: %s", task_id, note)
         if not mini and check_counts:
-            _check_counts(task_id, len(split.train), len(split.test))
+            check_declared_counts(task.spec, split)
         split.write(private / "split.json")
         if secret is not None:
             shutil.copyfile(dirs.raw / MINI_SECRET_FILE, private / MINI_SECRET_FILE)
@@ -196,6 +216,8 @@ def prepare_task(
                 "train": split.train,
                 "test": split.test,
             },
+            "found": split.found,
+            "notes": list(split.notes),
             "files": {
                 "public": _hash_tree(public),
                 "private": _hash_tree(private),
@@ -235,15 +257,34 @@ def with_declared_source(split: Split, spec: TaskSpec) -> Split:
     return dataclasses.replace(split, source={"sources": sources})
 
 
-def _check_counts(task_id: str, n_train: int, n_test: int) -> None:
-    split = get_task(task_id).split
-    expected = (split.expected_train, split.expected_test)
-    if None not in expected and (n_train, n_test) != expected:
-        msg = (
-            f"{task_id}: the real data gave {n_train} train / {n_test} test cases, "
-            f"the spec expects {expected[0]} / {expected[1]} (a changed source record?)"
-        )
-        raise DataError(msg)
+def declaration_file(spec: TaskSpec) -> str:
+    """The task's declaration in the repository: ``rexmle/challenges/<family>/<id>.yaml``."""
+    return f"rexmle/challenges/{spec.family}/{spec.id}.yaml"
+
+
+def check_declared_counts(spec: TaskSpec, split: Split) -> None:
+    """Compare the split's sizes with the declared ``expected_train`` / ``expected_test``.
+
+    Raises:
+        DataError: they differ; the message gives the cases found per group (``split.found``),
+            the sizes the unchanged split rule gave, and the two lines of the declaration to
+            correct when the source really holds this many cases.
+    """
+    declared = spec.split
+    expected = (declared.expected_train, declared.expected_test)
+    got = (len(split.train), len(split.test))
+    if None in expected or got == expected:
+        return
+    found = ", ".join(f"{group} {n}" for group, n in split.found.items())
+    found_text = f"; cases found: {found} (total {sum(split.found.values())})" if found else ""
+    msg = (
+        f"{spec.id}: the real data gave {got[0]} train / {got[1]} test cases, the declaration "
+        f"expects {expected[0]} / {expected[1]}{found_text}. Check the download first (a "
+        f"missing or changed file?); if the source really holds this many cases, set "
+        f"'expected_train: {got[0]}' and 'expected_test: {got[1]}' under 'split:' in "
+        f"{declaration_file(spec)} (the split rule '{split.rule}' stays as it is)"
+    )
+    raise DataError(msg)
 
 
 def _hash_tree(root: Path) -> dict[str, str]:

@@ -28,6 +28,11 @@ class Split:
     source: dict[str, object] = field(default_factory=dict)
     ids_may_repeat_across_sets: bool = False
     """True where train and test are numbered independently (LDCT-IQA's official sets)."""
+    found: dict[str, int] = field(default_factory=dict)
+    """Cases found in the raw data per group (folder, organ, modality), in the group's order;
+    reported when the counts differ from the declaration (recorded in ``prepared.json``)."""
+    notes: tuple[str, ...] = ()
+    """Decisions prepare took on this raw data that the user should read (printed, recorded)."""
 
     def __post_init__(self) -> None:
         overlap = set(self.train) & set(self.test)

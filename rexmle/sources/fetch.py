@@ -14,6 +14,7 @@ covering its files and returns it without touching the network.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import os
 import shutil
@@ -48,6 +49,8 @@ from rexmle.sources.manifest import (
     write_manifest,
 )
 from rexmle.sources.progress import TransferProgress, member_progress
+from rexmle.sources.published import PublishedChecksum, published_for
+from rexmle.sources.recognise import LocalMatch, recognise_by_content
 from rexmle.sources.remote import RemoteFile
 from rexmle.sources.zenodo import resolve_zenodo
 from rexmle.tasks.spec import SourceFile, SourceSpec, TaskSpec
@@ -70,6 +73,8 @@ class _Job:
     file: SourceFile
     remote: RemoteFile | None = None
     """Resolved download; None when files come from a local folder."""
+    published: tuple[PublishedChecksum, ...] = ()
+    """Third parties' sizes and checksums of this file (checked beside the source's own)."""
 
     @property
     def context(self) -> str:
@@ -105,6 +110,7 @@ def fetch_task_raw(
     progress: bool = True,
     retry_policy: RetryPolicy | None = None,
     allow_unpinned: bool = False,
+    published_checksums: bool = True,
     sleep: Sleep = time.sleep,
 ) -> SourceManifest:
     """Make ``raw_dir`` hold the task's extracted sources.
@@ -124,6 +130,9 @@ def fetch_task_raw(
         progress: show rich progress bars.
         retry_policy: retry bounds for network errors (defaults to `RetryPolicy()`).
         allow_unpinned: with ``from_dir``, accept files the task pins no checksum for.
+        published_checksums: also check the third parties' published values
+            (`rexmle.sources.published`); off only after checking the live record, or for
+            copies of a source that are not the real file (tests).
         sleep: waiting function between retries.
 
     Returns:
@@ -150,6 +159,7 @@ def fetch_task_raw(
             progress=progress,
             policy=retry_policy or RetryPolicy(),
             allow_unpinned=allow_unpinned,
+            published_checksums=published_checksums,
             sleep=sleep,
         )
         downloaded = [done for _, done in jobs_and_files]
@@ -182,6 +192,7 @@ def download_task_files(
     progress: bool = True,
     retry_policy: RetryPolicy | None = None,
     allow_unpinned: bool = False,
+    published_checksums: bool = True,
     sleep: Sleep = time.sleep,
 ) -> list[Path]:
     """Download and verify the task's files into ``downloads_dir``; extract nothing.
@@ -203,6 +214,7 @@ def download_task_files(
         progress=progress,
         policy=retry_policy or RetryPolicy(),
         allow_unpinned=allow_unpinned,
+        published_checksums=published_checksums,
         sleep=sleep,
     )
     return [Path(done.path) for _, done in jobs_and_files]
@@ -248,12 +260,13 @@ def _folder_lock(folder: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def _jobs(task: TaskSpec) -> list[_Job]:
+def _jobs(task: TaskSpec, *, published_checksums: bool = True) -> list[_Job]:
     jobs: list[_Job] = []
     seen: set[str] = set()
     for source in task.sources:
         for file in source.files:
-            job = _Job(task.id, task.raw_folder, source, file)
+            published = tuple(published_for(task, source, file)) if published_checksums else ()
+            job = _Job(task.id, task.raw_folder, source, file, published=published)
             problem = _name_problem(file.name)
             if problem:
                 msg = f"{job.context}: unusable file name ({problem})"
@@ -303,9 +316,7 @@ def _resolve(jobs: list[_Job], *, policy: RetryPolicy, sleep: Sleep) -> list[_Jo
                     for f in source.files
                 }
         remote = by_source[key][job.file.name]
-        resolved.append(
-            _Job(job.task_id, job.raw_folder, job.source, job.file, remote),
-        )
+        resolved.append(dataclasses.replace(job, remote=remote))
     return resolved
 
 
@@ -318,20 +329,23 @@ def _obtain(
     progress: bool,
     policy: RetryPolicy,
     allow_unpinned: bool,
+    published_checksums: bool,
     sleep: Sleep,
 ) -> list[tuple[_Job, DownloadedFile]]:
     if max_parallel < 1:
         msg = f"max_parallel must be >= 1, got {max_parallel}"
         raise ValueError(msg)
-    jobs = _jobs(task)
+    jobs = _jobs(task, published_checksums=published_checksums)
     if from_dir is not None:
         from_dir = Path(from_dir)
         if not from_dir.is_dir():
             msg = f"task {task.id!r}: from_dir {from_dir} is not a folder"
             raise DownloadError(msg)
 
+        declared = {j.file.name for j in jobs}
+
         def take(job: _Job, _bars: TransferProgress, _cancel: threading.Event) -> DownloadedFile:
-            return _take_local(job, from_dir, allow_unpinned=allow_unpinned)
+            return _take_local(job, from_dir, allow_unpinned=allow_unpinned, declared=declared)
 
         return _run_parallel(jobs, take, max_parallel=max_parallel, progress=progress, total=None)
 
@@ -346,9 +360,29 @@ def _obtain(
     total = None if unknown else sum(_size_of(j) or 0 for j in jobs)
 
     def fetch_one(job: _Job, bars: TransferProgress, cancel: threading.Event) -> DownloadedFile:
-        return _download(job, downloads_dir, policy=policy, bars=bars, cancel=cancel, sleep=sleep)
+        wait = cancellable_sleep(cancel, sleep, context=job.context)
+        return _download(job, downloads_dir, policy=policy, bars=bars, cancel=cancel, sleep=wait)
 
     return _run_parallel(jobs, fetch_one, max_parallel=max_parallel, progress=progress, total=total)
+
+
+def cancellable_sleep(cancel: threading.Event, sleep: Sleep, *, context: str) -> Sleep:
+    """A retry wait for a worker thread that ends at once when ``cancel`` is set (Ctrl-C).
+
+    ``time.sleep`` is replaced by a wait on the event; any other ``sleep`` (tests) is called
+    as given. Either way a set event raises instead of starting the next attempt.
+    """
+
+    def wait(seconds: float) -> None:
+        if sleep is time.sleep:
+            cancel.wait(seconds)
+        elif not cancel.is_set():
+            sleep(seconds)
+        if cancel.is_set():
+            msg = f"{context}: interrupted while waiting to retry"
+            raise _Cancelled(msg)
+
+    return wait
 
 
 def _size_of(job: _Job) -> int | None:
@@ -415,16 +449,48 @@ def _outcome(future: Future[DownloadedFile]) -> DownloadedFile | BaseException:
 
 
 def _expectations(job: _Job) -> tuple[dict[str, str | None], dict[str, int | None]]:
+    """Checksum and size per origin: the live source, the task's pin, each third party."""
     published = f"published by {job.remote.publisher}" if job.remote else "published"
-    checksums = {
+    checksums: dict[str, str | None] = {
         published: job.remote.published_checksum if job.remote else None,
         _PINNED: job.file.checksum,
     }
-    sizes = {
+    sizes: dict[str, int | None] = {
         published: job.remote.size_bytes if job.remote else None,
         _PINNED: job.file.size_bytes,
     }
+    for row in job.published:
+        for value in row.checksums:
+            origin = row.origin if row.origin not in checksums else f"{row.origin} [{value[:3]}]"
+            checksums[origin] = value
+        sizes.setdefault(row.origin, row.size_bytes)
     return checksums, sizes
+
+
+def third_party_disagreement(
+    job: _Job, digests: dict[str, str], size_bytes: int, problems: list[str], kept: Path
+) -> ChecksumMismatchError | None:
+    """The error for bytes that match the source's own checksum (or the task's pin) but not a
+    third party's value; None when the source's own checks fail too or check nothing.
+
+    Such a file is not downloaded again (it would not change); it is kept at ``kept``.
+    """
+    own_checksums, own_sizes = _expectations(dataclasses.replace(job, published=()))
+    if not problems or not any(own_checksums.values()):
+        return None
+    own = checksum_problems(
+        digests, size_bytes, expected=own_checksums, expected_size_bytes=own_sizes, source="-"
+    )
+    if own:
+        return None
+    lines = "\n  - ".join(problems)
+    msg = (
+        f"{job.context}: the file matches the checksum of the source itself but not the value "
+        f"a third party published:\n  - {lines}\nThe third-party value may describe another "
+        "version of the file. Compare with the record page; to go on with the source's own "
+        f"value, run again with --no-published-checksums (the file is kept: {kept})"
+    )
+    return ChecksumMismatchError(msg)
 
 
 def _verified_against(checksums: dict[str, str | None], sizes: dict[str, int | None]) -> list[str]:
@@ -465,6 +531,9 @@ def _download(
             bars.update_file(name, size, size)
             bars.finish_file(name)
             return _record(job, final, size, digests, remote.url, "reused")
+        disagreement = third_party_disagreement(job, digests, size, problems, final)
+        if disagreement is not None:
+            raise disagreement
         log.warning("%s: existing download is wrong, fetching again: %s", job.context, problems)
         final.unlink()
 
@@ -500,6 +569,12 @@ def _download(
             expected_size_bytes=sizes,
             source=source,
         )
+        disagreement = third_party_disagreement(
+            job, result.digests, result.size_bytes, problems, part
+        )
+        if disagreement is not None:
+            bars.finish_file(name)
+            raise disagreement
         if not problems:
             os.replace(part, final)
             bars.finish_file(name)
@@ -560,25 +635,23 @@ def local_candidates(from_dir: Path, name: str, raw_folder: str) -> list[Path]:
     ]
 
 
-def _take_local(job: _Job, from_dir: Path, *, allow_unpinned: bool) -> DownloadedFile:
-    """Verify a file from ``from_dir`` against the task's pins; never goes online."""
-    candidates = local_candidates(from_dir, job.file.name, job.raw_folder)
-    found = next((p for p in candidates if p.is_file()), None)
-    if found is None:
-        tried = ", ".join(str(p) for p in candidates)
-        msg = f"{job.context}: not found in from_dir (looked at {tried})"
-        raise DownloadError(msg)
-    if not job.file.checksum and not allow_unpinned:
+def _take_local(
+    job: _Job, from_dir: Path, *, allow_unpinned: bool, declared: set[str]
+) -> DownloadedFile:
+    """Verify a file from ``from_dir`` against the task's pins and the third parties' values;
+    never goes online. A file not found by name is recognised by content (`recognise`).
+    """
+    checksums, sizes = _expectations(job)
+    found = _locate_local(job, from_dir, checksums, sizes, declared).path
+    if not any(checksums.values()) and not allow_unpinned:
         msg = (
             f"{job.context}: {found} cannot be verified offline because the task YAML pins no "
-            "checksum for it; pin one (e.g. the md5 the source publishes) or pass "
-            "allow_unpinned"
+            "checksum for it and no third party published one; pin one (e.g. the md5 the "
+            "source publishes) or pass allow_unpinned"
         )
         raise DownloadError(msg)
-    checksums: dict[str, str | None] = {_PINNED: job.file.checksum}
-    sizes: dict[str, int | None] = {_PINNED: job.file.size_bytes}
     size = found.stat().st_size
-    if job.file.size_bytes is not None and size != job.file.size_bytes:
+    if any(s is not None and s != size for s in sizes.values()):
         digests: dict[str, str] = {}
     else:
         digests = file_digests(found, algorithms_needed(checksums.values()))
@@ -592,7 +665,8 @@ def _take_local(job: _Job, from_dir: Path, *, allow_unpinned: bool) -> Downloade
     if problems:
         lines = "\n  - ".join(problems)
         msg = f"{job.context}: the local copy does not match the task:\n  - {lines}"
-        raise ChecksumMismatchError(msg)
+        disagreement = third_party_disagreement(job, digests, size, problems, found)
+        raise disagreement or ChecksumMismatchError(msg)
     return DownloadedFile(
         name=job.file.name,
         kind=job.source.kind,
@@ -606,6 +680,48 @@ def _take_local(job: _Job, from_dir: Path, *, allow_unpinned: bool) -> Downloade
         path=str(found.resolve()),
         outcome="from_dir",
     )
+
+
+def _locate_local(
+    job: _Job,
+    from_dir: Path,
+    checksums: dict[str, str | None],
+    sizes: dict[str, int | None],
+    declared: set[str],
+) -> LocalMatch:
+    candidates = local_candidates(from_dir, job.file.name, job.raw_folder)
+    named = next((p for p in candidates if p.is_file()), None)
+    if named is not None:
+        return LocalMatch(named, "by name")
+    folders = sorted({p.parent for p in candidates})
+    match = recognise_by_content(
+        job.context,
+        folders,
+        checksums=checksums,
+        sizes=sizes,
+        holds=job.file.holds,
+        skip=declared,
+    )
+    if match is None:
+        tried = ", ".join(str(p) for p in candidates)
+        known = [f"{c} ({o})" for o, c in checksums.items() if c]
+        known += [f"{s} bytes ({o})" for o, s in sizes.items() if s is not None]
+        known += [f"a member matching {h!r}" for h in job.file.holds]
+        content = "; ".join(known) if known else "nothing is known of its content"
+        msg = (
+            f"{job.context}: not found in from_dir (looked at {tried}), and no other file in "
+            f"{', '.join(str(f) for f in folders)} has its content ({content})"
+        )
+        raise DownloadError(msg)
+    log.warning(
+        "%s: no file named %r in %s; taking %s, recognised %s",
+        job.context,
+        job.file.name,
+        from_dir,
+        match.path,
+        match.how,
+    )
+    return match
 
 
 def _place_all(

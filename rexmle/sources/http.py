@@ -11,9 +11,12 @@ from __future__ import annotations
 import email.utils
 import http.client
 import json
+import logging
 import re
+import socket
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,6 +28,8 @@ from typing import Any, TypeVar
 from rexmle import __version__
 from rexmle.sources.checksums import MultiHasher
 from rexmle.sources.errors import DownloadError, HttpStatusError
+
+log = logging.getLogger(__name__)
 
 USER_AGENT = f"rexmle/{__version__} (python-urllib)"
 CHUNK_BYTES = 1 << 20
@@ -64,6 +69,10 @@ class RetryPolicy:
     """Cap for the sum of all waits, ``Retry-After`` included."""
     timeout_s: float = 60.0
     """Socket timeout per connect/read."""
+    max_dns_attempts: int = 2
+    """Attempts in total when the host name cannot be resolved (no network, no DNS): such a
+    failure rarely heals within minutes, so it ends after one short wait instead of the full
+    backoff."""
 
     def backoff_s(self, failures: int) -> float:
         """Exponential wait after ``failures`` consecutive failures (1-based)."""
@@ -77,6 +86,10 @@ class RetryableError(Exception):
     def __init__(self, message: str, *, retry_after_s: float | None = None) -> None:
         super().__init__(message)
         self.retry_after_s = retry_after_s
+
+
+class NameResolutionError(RetryableError):
+    """The host name did not resolve: retried only ``RetryPolicy.max_dns_attempts`` times."""
 
 
 def make_opener() -> urllib.request.OpenerDirector:
@@ -142,6 +155,14 @@ def open_url(
         msg = f"{context}: {url} answered HTTP {status} {err.reason} ({hint})"
         raise HttpStatusError(msg, status=status, url=url) from err
     except (urllib.error.URLError, OSError, http.client.HTTPException) as err:
+        reason = err.reason if isinstance(err, urllib.error.URLError) else err
+        if isinstance(reason, socket.gaierror):
+            host = urllib.parse.urlsplit(url).hostname
+            msg = (
+                f"{context}: cannot resolve the host name {host!r} of {url} ({reason}); "
+                "is this machine offline, or its DNS not working?"
+            )
+            raise NameResolutionError(msg) from err
         msg = f"{context}: cannot reach {url}: {err}"
         raise RetryableError(msg) from err
 
@@ -154,6 +175,9 @@ def call_with_retries(
 ) -> T:
     """Run ``attempt`` until it succeeds, retrying `RetryableError` within ``policy``.
 
+    Each retry is logged (warning) with its cause, the attempt count and the wait before it.
+    A host name that does not resolve is retried ``policy.max_dns_attempts`` times in all.
+
     Raises:
         DownloadError: attempts or waiting budget exhausted; the message gives the count,
             the time waited and the last error.
@@ -165,7 +189,12 @@ def call_with_retries(
             return attempt()
         except RetryableError as err:
             failures += 1
-            if failures >= policy.max_attempts:
+            limit = (
+                min(policy.max_dns_attempts, policy.max_attempts)
+                if isinstance(err, NameResolutionError)
+                else policy.max_attempts
+            )
+            if failures >= limit:
                 msg = (
                     f"gave up after {failures} attempts ({waited_s:.1f} s spent waiting "
                     f"between them); last error: {err}"
@@ -184,6 +213,14 @@ def call_with_retries(
                     f"already spent); last error: {err}"
                 )
                 raise DownloadError(msg) from err
+            log.warning(
+                "attempt %d of %d failed: %s; retrying in %.1f s%s",
+                failures,
+                limit,
+                err,
+                delay_s,
+                " (the server's Retry-After)" if err.retry_after_s is not None else "",
+            )
             sleep(delay_s)
             waited_s += delay_s
 

@@ -216,9 +216,18 @@ class Task:
             raise TaskNotImplemented(msg)
         return function
 
-    def make_fixture(self, raw_dir: Path, *, seed: int = 0) -> None:
-        """Write the task's mini raw data into ``raw_dir`` (the family's ``make_fixture``)."""
-        self.required_function("make_fixture")(raw_dir, seed=seed)
+    def make_fixture(self, raw_dir: Path, *, seed: int = 0, real_quirks: bool = False) -> None:
+        """Write the task's mini raw data into ``raw_dir`` (the family's ``make_fixture``).
+
+        ``real_quirks``: also write the variants the real archive is known to hold (odd file
+        suffixes, extra sibling folders, folder names with spaces; the family's ``LAYOUT.md``
+        lists them), which prepare must read exactly as the plain fixture.
+        """
+        make = self.required_function("make_fixture")
+        if real_quirks:
+            make(raw_dir, seed=seed, real_quirks=True)
+        else:
+            make(raw_dir, seed=seed)
 
     @property
     def has_baseline(self) -> bool:

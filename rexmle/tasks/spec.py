@@ -49,6 +49,10 @@ class SourceFile(_Strict):
     """Whether the file is an archive that is extracted into ``raw/`` after download."""
     extract_to: str | None = None
     """Sub-folder of ``raw/`` to extract into (default: ``raw/`` itself)."""
+    holds: list[str] = []
+    """Glob patterns (``fnmatch``; ``*`` also crosses ``/``) of member paths that every real copy
+    of the archive holds, e.g. ``ISLES-2022/derivatives/*``: ``prepare --from DIR`` recognises a
+    copy saved under another name by them when no size or checksum is known."""
 
     @field_validator("checksum")
     @classmethod
@@ -243,7 +247,8 @@ class FunctionsSpec(_Strict):
     """
 
     make_fixture: str
-    """``(raw_dir: Path, *, seed: int) -> None``: write the mini raw data in the real layout."""
+    """``(raw_dir: Path, *, seed: int, real_quirks: bool = False) -> None``: write the mini raw
+    data in the real layout; ``real_quirks`` adds the real archive's known variants."""
     prepare: str
     """``(job: PrepareJob) -> Split``: raw -> public/ and private/ (gold, sample submission)."""
     score_case: str | None = None

@@ -15,7 +15,9 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+from rexmle.preparation import prepare_task
 from rexmle.sources.http import RetryPolicy
+from rexmle.tasks.folders import TaskDirs
 from rexmle.tasks.spec import MetricSpec, SourceSpec, SplitSpec, TaskSpec
 
 
@@ -179,6 +181,22 @@ def make_task(
         shared_raw=shared_raw,
         metrics=[MetricSpec(key="dice", direction="higher", headline=True)],
         split=SplitSpec(rule="random 80/20"),
+    )
+
+
+def prepare_copy(
+    task_id: str, data_dir: Path, *, from_dir: Path | None = None
+) -> tuple[TaskDirs, bool]:
+    """``prepare_task`` on real-data paths for a mini copy of a real source: its case counts
+    and the third parties' checksums of the real files are not expected, nothing is pinned.
+    """
+    return prepare_task(
+        task_id,
+        data_dir=data_dir,
+        from_dir=from_dir,
+        allow_unpinned=True,
+        check_counts=False,
+        published_checksums=False,
     )
 
 

@@ -2,7 +2,8 @@
 
 The mini fixtures are packed into archives named and laid out as the real sources, served by the
 test server as a Zenodo record, a Google Drive confirm flow or Figshare files; ``prepare_task``
-then runs exactly as for the real data (only the real case counts are not expected).
+then runs exactly as for the real data (only the real case counts and the third parties'
+published checksums, which describe the real files, are not expected).
 """
 
 from __future__ import annotations
@@ -14,10 +15,9 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from source_server import Route, serve_gdrive, serve_zenodo
+from source_server import Route, prepare_copy, serve_gdrive, serve_zenodo
 
 from rexmle.grading import grade_submission
-from rexmle.preparation import prepare_task
 from rexmle.tasks.registry import get_task, load_task
 
 
@@ -79,9 +79,7 @@ def _serve_figshare(server, source, files: dict[str, bytes]) -> None:
 
 
 def _prepare_and_grade_gold(task_id: str, data_dir: Path) -> None:
-    dirs, did_work = prepare_task(
-        task_id, data_dir=data_dir, mini=False, allow_unpinned=True, check_counts=False
-    )
+    dirs, did_work = prepare_copy(task_id, data_dir)
     assert did_work
     report = grade_submission(task_id, dirs.gold, data_dir=data_dir, workers=1)
     assert report.valid
@@ -140,12 +138,6 @@ def test_prepare_from_a_local_folder_never_goes_online(tmp_path) -> None:
     shared = tmp_path / "shared-disk"
     shared.mkdir()
     (shared / "ISLES-2022.zip").write_bytes(_zip_folders(root, ["ISLES-2022"]))
-    dirs, _ = prepare_task(
-        "isles22",
-        data_dir=tmp_path / "data",
-        from_dir=shared,
-        allow_unpinned=True,
-        check_counts=False,
-    )
+    dirs, _ = prepare_copy("isles22", tmp_path / "data", from_dir=shared)
     assert (dirs.public / "sample_submission.csv").is_file()
     assert (shared / "ISLES-2022.zip").is_file()

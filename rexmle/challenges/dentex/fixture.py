@@ -77,9 +77,39 @@ def _labels_for(
     ]
 
 
-def make_fixture(raw_dir: Path, *, seed: int = 0) -> None:
-    """Write the extracted ``training_data/`` tree under ``raw_dir``."""
+SIBLING_FOLDERS = {
+    "quadrant_enumeration": "train_quadrant_enumeration.json",
+    "unlabelled": None,
+}
+"""The real archive's other folders beside ``quadrant/`` (folder -> its JSON), not read."""
+
+
+def make_fixture(raw_dir: Path, *, seed: int = 0, real_quirks: bool = False) -> None:
+    """Write the extracted ``training_data/`` tree under ``raw_dir``.
+
+    ``real_quirks`` adds the archive's two other sibling folders (``quadrant_enumeration/``,
+    ``unlabelled/``; ``quadrant/`` is always written), with X-rays named like the disease
+    folder's and, where labelled, a COCO-style JSON.
+    """
     write_dataset(raw_dir, n_images=N_IMAGES, seed=seed)
+    if real_quirks:
+        write_sibling_folders(raw_dir, seed=seed)
+
+
+def write_sibling_folders(raw_dir: Path, *, seed: int) -> None:
+    """Three X-rays and (where labelled) an empty-annotation JSON per sibling folder."""
+    rng = np.random.default_rng([seed, 7])
+    for name, json_name in SIBLING_FOLDERS.items():
+        folder = raw_dir / DISEASE_DIR.parent / name
+        (folder / "xrays").mkdir(parents=True)
+        images = []
+        for k in range(3):
+            pixels = np.clip(rng.normal(60.0, 12.0, (HEIGHT, WIDTH)), 0, 255).astype(np.uint8)
+            Image.fromarray(pixels).save(folder / "xrays" / f"train_{k}.png")
+            images.append({"id": k + 1, "file_name": f"train_{k}.png"})
+        if json_name is not None:
+            document = {"images": images, "annotations": []}
+            (folder / json_name).write_text(json.dumps(document), encoding="utf-8")
 
 
 def write_dataset(raw_dir: Path, *, n_images: int, seed: int) -> None:

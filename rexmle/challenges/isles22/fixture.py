@@ -59,11 +59,16 @@ def _mask_for(
     return mask
 
 
-def make_fixture(raw_dir: Path, *, seed: int = 0) -> None:
+REAL_EMPTY_CASES = (150, 151, 170)
+"""Cases of the real release whose lesion mask is empty (written by ``real_quirks``)."""
+
+
+def make_fixture(raw_dir: Path, *, seed: int = 0, real_quirks: bool = False) -> None:
     """Write 10 cases of the real extracted layout under ``raw_dir/ISLES-2022/``.
 
     Seed 0 puts the diagonal case at its fixed place; any other seed (a prepare's secret)
     shifts it, so no test answer is fixed by the code alone (the empty case stays empty).
+    ``real_quirks`` adds the real release's empty-mask cases 0150, 0151 and 0170.
     """
     rng = np.random.default_rng(seed)
     shift = (0, 0, 0)
@@ -71,33 +76,41 @@ def make_fixture(raw_dir: Path, *, seed: int = 0) -> None:
         draw = np.random.default_rng([seed, 2])
         shift = (int(draw.integers(1, 7)), int(draw.integers(-4, 7)), int(draw.integers(-2, 3)))
     root = raw_dir / "ISLES-2022"
+    for n in range(1, N_CASES + 1):
+        _write_case(root, n, _mask_for(n, rng, shift), rng)
+    if real_quirks:
+        quirk_rng = np.random.default_rng([seed, 150])
+        for n in REAL_EMPTY_CASES:
+            _write_case(root, n, np.zeros(DWI_SHAPE, dtype=np.uint8), quirk_rng)
+
+
+def _write_case(root: Path, n: int, mask: np.ndarray, rng: np.random.Generator) -> None:
+    """Write case ``n``: DWI, ADC, FLAIR with JSON sidecars and the mask (drawn from ``rng``)."""
     dwi_origin = (-16.0, -16.0, -16.0)
     flair_origin = (-15.0, -17.0, -14.0)
-    for n in range(1, N_CASES + 1):
-        key = case_key(n)
-        subject = key.split("_ses-")[0]
-        mask = _mask_for(n, rng, shift)
-        lesion = mask.astype(bool)
-        dwi = rng.normal(300, 40, DWI_SHAPE) + 500 * lesion
-        adc = rng.normal(800, 60, DWI_SHAPE) - 400 * lesion
-        flair = rng.normal(200, 30, FLAIR_SHAPE)
-        dwi_dir = root / subject / "ses-0001" / "dwi"
-        anat_dir = root / subject / "ses-0001" / "anat"
-        mask_dir = root / "derivatives" / subject / "ses-0001"
-        grid: dict[str, Any] = {"spacing_mm": DWI_SPACING, "origin_mm": dwi_origin}
-        write_image(dwi_dir / f"{key}_dwi.nii.gz", dwi.astype(np.int16), **grid)
-        write_image(dwi_dir / f"{key}_adc.nii.gz", adc.astype(np.float32), **grid)
-        write_image(
-            anat_dir / f"{key}_FLAIR.nii.gz",
-            flair.astype(np.int16),
-            spacing_mm=FLAIR_SPACING,
-            origin_mm=flair_origin,
-        )
-        write_image(mask_dir / f"{key}_msk.nii.gz", mask, **grid)
-        for path, modality in (
-            (dwi_dir / f"{key}_dwi.json", "DWI"),
-            (dwi_dir / f"{key}_adc.json", "ADC"),
-            (anat_dir / f"{key}_FLAIR.json", "FLAIR"),
-        ):
-            sidecar = {"Modality": "MR", "SeriesDescription": modality, "MagneticFieldStrength": 3}
-            path.write_text(json.dumps(sidecar) + "\n", encoding="utf-8")
+    key = case_key(n)
+    subject = key.split("_ses-")[0]
+    lesion = mask.astype(bool)
+    dwi = rng.normal(300, 40, DWI_SHAPE) + 500 * lesion
+    adc = rng.normal(800, 60, DWI_SHAPE) - 400 * lesion
+    flair = rng.normal(200, 30, FLAIR_SHAPE)
+    dwi_dir = root / subject / "ses-0001" / "dwi"
+    anat_dir = root / subject / "ses-0001" / "anat"
+    mask_dir = root / "derivatives" / subject / "ses-0001"
+    grid: dict[str, Any] = {"spacing_mm": DWI_SPACING, "origin_mm": dwi_origin}
+    write_image(dwi_dir / f"{key}_dwi.nii.gz", dwi.astype(np.int16), **grid)
+    write_image(dwi_dir / f"{key}_adc.nii.gz", adc.astype(np.float32), **grid)
+    write_image(
+        anat_dir / f"{key}_FLAIR.nii.gz",
+        flair.astype(np.int16),
+        spacing_mm=FLAIR_SPACING,
+        origin_mm=flair_origin,
+    )
+    write_image(mask_dir / f"{key}_msk.nii.gz", mask, **grid)
+    for path, modality in (
+        (dwi_dir / f"{key}_dwi.json", "DWI"),
+        (dwi_dir / f"{key}_adc.json", "ADC"),
+        (anat_dir / f"{key}_FLAIR.json", "FLAIR"),
+    ):
+        sidecar = {"Modality": "MR", "SeriesDescription": modality, "MagneticFieldStrength": 3}
+        path.write_text(json.dumps(sidecar) + "\n", encoding="utf-8")

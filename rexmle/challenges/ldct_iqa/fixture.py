@@ -27,10 +27,18 @@ def _slice(rng: np.random.Generator, score: float) -> np.ndarray:
     return (clean + rng.normal(0.0, noise_sd, clean.shape)).astype(np.float32)
 
 
-def make_fixture(raw_dir: Path, *, seed: int = 0) -> None:
+QUIRK_TEST_FOLDER = "LDCTIQAC2023_test"
+QUIRK_GROUPS = 3
+
+
+def make_fixture(raw_dir: Path, *, seed: int = 0, real_quirks: bool = False) -> None:
     """Write both extracted archives under ``raw_dir``.
 
     Seed 0 gives the fixed ``TEST_SCORES``; any other seed (a prepare's secret) draws them.
+    ``real_quirks`` writes the other known layouts with the same images and scores: train.json
+    keys without the ``.tif`` suffix, and the organiser-style test set
+    ``LDCTIQAC2023_test/test-ground-truth.json`` (``{"test_<k>.zip": {fnames, scores}}``) with
+    the images as ``LDCTIQAC2023_test/test_<k>/<stem>.tif``.
     """
     rng = np.random.default_rng(seed)
     train = raw_dir / "LDCTIQAG2023_train"
@@ -39,17 +47,32 @@ def make_fixture(raw_dir: Path, *, seed: int = 0) -> None:
     for i, score in enumerate(TRAIN_SCORES):
         name = f"{i:04d}.tif"
         tifffile.imwrite(train / "image" / name, _slice(rng, score))
-        labels[name] = score
+        labels[name[:-4] if real_quirks else name] = score
     (train / "train.json").write_text(json.dumps(labels, indent=1), encoding="utf-8")
-    test = raw_dir / "LDCTIQAC_test"
-    (test / "images").mkdir(parents=True)
-    labels = {}
     test_scores = TEST_SCORES
     if seed != 0:  # a secret seed also draws the test scores (on the 0.2 steps of the scale)
         steps = np.random.default_rng([seed, 1]).integers(0, 21, size=len(TEST_SCORES))
         test_scores = [round(0.2 * int(step), 1) for step in steps]
-    for i, score in enumerate(test_scores):
-        name = f"{i:04d}.tiff"
-        tifffile.imwrite(test / "images" / name, _slice(rng, score))
-        labels[name] = score
+    slices = [(f"{i:04d}", score, _slice(rng, score)) for i, score in enumerate(test_scores)]
+    if real_quirks:
+        _write_ground_truth_layout(raw_dir / QUIRK_TEST_FOLDER, slices)
+        return
+    test = raw_dir / "LDCTIQAC_test"
+    (test / "images").mkdir(parents=True)
+    labels = {}
+    for stem, score, image in slices:
+        tifffile.imwrite(test / "images" / f"{stem}.tiff", image)
+        labels[f"{stem}.tiff"] = score
     (test / "test.json").write_text(json.dumps(labels, indent=1), encoding="utf-8")
+
+
+def _write_ground_truth_layout(root: Path, slices: list[tuple[str, float, np.ndarray]]) -> None:
+    document: dict[str, dict[str, list]] = {}
+    for k, (stem, score, image) in enumerate(slices):
+        group = f"test_{k % QUIRK_GROUPS}"
+        (root / group).mkdir(parents=True, exist_ok=True)
+        tifffile.imwrite(root / group / f"{stem}.tif", image)
+        entry = document.setdefault(f"{group}.zip", {"fnames": [], "scores": []})
+        entry["fnames"].append(stem)
+        entry["scores"].append(score)
+    (root / "test-ground-truth.json").write_text(json.dumps(document, indent=1), encoding="utf-8")

@@ -239,9 +239,48 @@ def _write_json(path: Path, content: object) -> None:
     path.write_text(json.dumps(content) + "\n", encoding="utf-8")
 
 
-def make_fixture(raw_dir: Path, *, seed: int = 0) -> None:
-    """Write the 10 mini ROIs and their annotations in the extracted release layout."""
+QUIRK_CASE = "training_set_metastatic_roi_103"
+"""The ROI that record version 5 restores, stored as the only ``.tiff`` (declared out)."""
+
+
+def make_fixture(raw_dir: Path, *, seed: int = 0, real_quirks: bool = False) -> None:
+    """Write the 10 mini ROIs and their annotations in the extracted release layout.
+
+    ``real_quirks`` adds the version-5 ROI ``training_set_metastatic_roi_103.tiff`` with its
+    tissue and nuclei files (drawn from its own generator: the other ten are unchanged).
+    """
     write_raw(raw_dir, seed=seed)
+    if real_quirks:
+        write_case(raw_dir, QUIRK_CASE, np.random.default_rng([seed, 103]), suffix=".tiff")
+
+
+def write_case(
+    raw_dir: Path,
+    case_id: str,
+    rng: np.random.Generator,
+    *,
+    index: int = 0,
+    size: int = ROI_SIZE,
+    n_nuclei: tuple[int, int] = (20, 30),
+    suffix: str = ".tif",
+) -> None:
+    """Write one ROI (``<case_id><suffix>``) with its tissue and nuclei GeoJSON files."""
+    import tifffile
+
+    tissue = _tissue_features(rng, index, size / ROI_SIZE)
+    nuclei = _nuclei_features(rng, case_id, size, n_nuclei)
+    tissue_content: object = (
+        tissue if case_id == BARE_LIST_CASE else {"type": "FeatureCollection", "features": tissue}
+    )
+    _write_json(raw_dir / TISSUE_FOLDER / f"{case_id}_tissue.geojson", tissue_content)
+    _write_json(
+        raw_dir / f"{case_id}_nuclei.geojson",
+        {"type": "FeatureCollection", "features": nuclei},
+    )
+    image = render_roi(rng, tissue, nuclei, size)
+    target = raw_dir / ROI_FOLDER / f"{case_id}{suffix}"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tifffile.imwrite(target, image, photometric="rgb", extrasamples=("unassalpha",))
 
 
 def write_raw(
@@ -256,23 +295,6 @@ def write_raw(
 
     The mini fixture uses the defaults; benchmarks ask for real-size ROIs and nucleus counts.
     """
-    import tifffile
-
     rng = np.random.default_rng(seed)
     for index, case_id in enumerate(case_ids(n_per_kind)):
-        tissue = _tissue_features(rng, index, size / ROI_SIZE)
-        nuclei = _nuclei_features(rng, case_id, size, n_nuclei)
-        tissue_content: object = (
-            tissue
-            if case_id == BARE_LIST_CASE
-            else {"type": "FeatureCollection", "features": tissue}
-        )
-        _write_json(raw_dir / TISSUE_FOLDER / f"{case_id}_tissue.geojson", tissue_content)
-        _write_json(
-            raw_dir / f"{case_id}_nuclei.geojson",
-            {"type": "FeatureCollection", "features": nuclei},
-        )
-        image = render_roi(rng, tissue, nuclei, size)
-        target = raw_dir / ROI_FOLDER / f"{case_id}.tif"
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tifffile.imwrite(target, image, photometric="rgb", extrasamples=("unassalpha",))
+        write_case(raw_dir, case_id, rng, index=index, size=size, n_nuclei=n_nuclei)

@@ -10,7 +10,8 @@ import json
 import logging
 import re
 import shutil
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -27,7 +28,8 @@ from .submission import roi_size
 log = logging.getLogger(__name__)
 
 _STEM = r"training_set_(?:primary|metastatic)_roi_\d+"
-ROI_PATTERN = re.compile(rf"^({_STEM})\.tif$")
+ROI_PATTERN = re.compile(rf"^({_STEM})\.tiff?$")
+"""ROIs are ``.tif``; record version 5 stores one as ``.tiff``, so both suffixes are read."""
 TISSUE_PATTERN = re.compile(rf"^({_STEM})_tissue\.geojson$")
 NUCLEI_PATTERN = re.compile(rf"^({_STEM})_nuclei\.geojson$")
 NUCLEI_SOURCES = "nuclei_sources"
@@ -41,6 +43,8 @@ class RawCases:
     rois: dict[str, Path]
     tissue: dict[str, Path]
     nuclei: dict[str, Path]
+    excluded: dict[str, list[Path]] = field(default_factory=dict)
+    """Declared exclusions found in the raw data: case id -> its files (ROI, annotations)."""
 
     @property
     def ids(self) -> list[str]:
@@ -68,22 +72,35 @@ def _find(raw_dir: Path, pattern: re.Pattern[str]) -> dict[str, Path]:
     return found
 
 
-def discover_cases(raw_dir: Path) -> RawCases:
+def discover_cases(raw_dir: Path, excluded: Mapping[str, str] | None = None) -> RawCases:
     """Find every ROI TIFF and its tissue and nuclei GeoJSON files.
+
+    Args:
+        raw_dir: the shared raw folder.
+        excluded: case id -> reason, the cases the task declares out (``params.excluded_cases``);
+            their ROI and annotations are set aside by exact case id, never counted as orphans.
 
     Raises:
         DataError: no ROI found, an annotation has no ROI, or the tissue and nuclei case lists
             differ (the four tasks must share one case list and one split).
     """
+    excluded = excluded or {}
     rois = _find(raw_dir, ROI_PATTERN)
     tissue = _find(raw_dir, TISSUE_PATTERN)
     nuclei = _find(raw_dir, NUCLEI_PATTERN)
+    set_aside: dict[str, list[Path]] = {}
+    for found in (rois, tissue, nuclei):
+        for case_id in sorted(set(found) & set(excluded)):
+            set_aside.setdefault(case_id, []).append(found.pop(case_id))
     if not rois:
         msg = f"no PUMA ROI (training_set_*_roi_NNN.tif) found under {raw_dir}"
         raise DataError(msg)
     orphans = sorted((set(tissue) | set(nuclei)) - set(rois))
     if orphans:
-        msg = f"PUMA raw data: annotations without an ROI TIFF: {orphans[:10]}"
+        msg = (
+            f"PUMA raw data: annotations without an ROI TIFF: {orphans[:10]} (declared "
+            f"exclusions, set aside with their files: {sorted(excluded)})"
+        )
         raise DataError(msg)
     tissue_ids = sorted(set(rois) & set(tissue))
     nuclei_ids = sorted(set(rois) & set(nuclei))
@@ -102,15 +119,43 @@ def discover_cases(raw_dir: Path) -> RawCases:
         rois={i: rois[i] for i in tissue_ids},
         tissue={i: tissue[i] for i in tissue_ids},
         nuclei={i: nuclei[i] for i in tissue_ids},
+        excluded=set_aside,
     )
+
+
+def excluded_cases(job: PrepareJob) -> dict[str, str]:
+    """The declared exclusions, ``params.excluded_cases``: case id -> reason."""
+    declared = job.params.get("excluded_cases") or {}
+    return {str(case_id): str(reason) for case_id, reason in dict(declared).items()}
+
+
+def exclusion_notes(cases: RawCases, excluded: Mapping[str, str]) -> tuple[str, ...]:
+    """One line per declared exclusion: what was set aside (or that it is absent), and why."""
+    notes = []
+    for case_id, reason in excluded.items():
+        files = cases.excluded.get(case_id)
+        if files:
+            names = ", ".join(sorted(p.name for p in files))
+            notes.append(f"PUMA: left out {case_id} ({names}): {reason}")
+        else:
+            notes.append(
+                f"PUMA: {case_id} is not in this download (declared out: {reason}); "
+                "nothing to leave out"
+            )
+    return tuple(notes)
 
 
 def split_cases(cases: RawCases, job: PrepareJob) -> Split:
     """The shared split: sorted ids, ``train_test_split`` with the declared fraction and seed.
 
     The four tasks declare the same split, so every task gets the same train and test ids.
+    ``found`` counts the cases by kind (primary, metastatic); ``notes`` state the exclusions.
     """
-    return job.shuffle_split(cases.ids)
+    drawn = job.shuffle_split(cases.ids)
+    kinds = ("primary", "metastatic")
+    found = {kind: sum(f"_{kind}_" in case_id for case_id in cases.ids) for kind in kinds}
+    notes = exclusion_notes(cases, excluded_cases(job)) if excluded_cases(job) else ()
+    return Split(drawn.train, drawn.test, drawn.rule, found=found, notes=notes)
 
 
 def _roi_shape(case_id: str, path: Path) -> tuple[int, int]:
@@ -199,7 +244,7 @@ def prepare_tissue(job: PrepareJob) -> Split:
     import tifffile
 
     public_dir = job.public
-    cases = discover_cases(job.raw)
+    cases = discover_cases(job.raw, excluded_cases(job))
     split = split_cases(cases, job)
     _copy_images(cases, split, public_dir)
     for case_id in split.train:
@@ -249,7 +294,7 @@ def prepare_nuclei(job: PrepareJob) -> Split:
     """Prepare a nuclei task (``puma-track1-task2``, ``puma-track2-task2``) of ``params.track``."""
     track = track_of(job.params)
     public_dir = job.public
-    cases = discover_cases(job.raw)
+    cases = discover_cases(job.raw, excluded_cases(job))
     split = split_cases(cases, job)
     _copy_images(cases, split, public_dir)
     for case_id in split.train:

@@ -45,15 +45,24 @@ def vessel_mask(rng: np.random.Generator) -> np.ndarray:
     return mask
 
 
-def make_fixture(raw_dir: Path, *, seed: int = 0) -> None:
-    """Write the extracted layout of the three archives under ``raw_dir``."""
+RIDER_FOLDER_SUFFIX = " (AD)"
+"""``real_quirks``: Rider case folders are named like ``R1 (AD)/`` (spaces and brackets)."""
+
+
+def make_fixture(raw_dir: Path, *, seed: int = 0, real_quirks: bool = False) -> None:
+    """Write the extracted layout of the three archives under ``raw_dir``.
+
+    ``real_quirks`` names the Rider case folders ``R<n> (AD)/``; the files inside keep the
+    case id (``R1.nrrd``, ``R1.seg.nrrd``).
+    """
     rng = np.random.default_rng(seed)
     origin = (-8.0, -6.4, -15.0)
-    for parent, case_ids in CASES.values():
+    for stem, (parent, case_ids) in CASES.items():
         for case_id in case_ids:
             mask = vessel_mask(rng)
             image = rng.normal(40.0, 25.0, SHAPE) + 260.0 * mask
-            folder = raw_dir / parent / case_id
+            quirk = RIDER_FOLDER_SUFFIX if real_quirks and stem == "Rider" else ""
+            folder = raw_dir / parent / f"{case_id}{quirk}"
             grid: dict[str, Any] = {"spacing_mm": SPACING_MM, "origin_mm": origin}
             write_image(folder / f"{case_id}.nrrd", image.astype(np.int16), **grid)
             write_image(folder / f"{case_id}.seg.nrrd", mask, **grid)

@@ -77,10 +77,21 @@ def label_map(modality: str, rng: np.random.Generator) -> np.ndarray:
     return labels
 
 
-def make_fixture(raw_dir: Path, *, seed: int = 0) -> None:
-    """Write both modalities' extracted layout under ``raw_dir/<top folder>/``."""
+QUIRK_LABEL_FOLDERS = ("5groups", "binary")
+"""Derived label folders (``labelsTr_topbrain_<mod>_<suffix>``) seen beside the real ones."""
+
+
+def make_fixture(raw_dir: Path, *, seed: int = 0, real_quirks: bool = False) -> None:
+    """Write both modalities' extracted layout under ``raw_dir/<top folder>/``.
+
+    ``real_quirks`` adds, per modality, the sibling folders ``labelsTr_topbrain_<mod>_5groups``
+    and ``_binary`` with label files of the same names (vessel groups and a binary mask), which
+    prepare must leave aside by folder name.
+    """
     rng = np.random.default_rng(seed)
     root = raw_dir / TOP_FOLDER
+    if real_quirks:
+        write_derived_label_folders(root, seed)
     for modality, (vessel, background) in (("ct", (300.0, 30.0)), ("mr", (400.0, 100.0))):
         spacing = SPACING_MM[modality]
         origin = tuple(-n * s / 2 for n, s in zip(SHAPE, spacing, strict=True))
@@ -98,3 +109,22 @@ def make_fixture(raw_dir: Path, *, seed: int = 0) -> None:
                 labels,
                 **grid,
             )
+
+
+def write_derived_label_folders(root: Path, seed: int) -> None:
+    """The ``_5groups`` and ``_binary`` sibling label folders, one file per case and modality."""
+    rng = np.random.default_rng([seed, 5])
+    for modality in SPACING_MM:
+        spacing = SPACING_MM[modality]
+        origin = tuple(-n * s / 2 for n, s in zip(SHAPE, spacing, strict=True))
+        for pid in PIDS:
+            labels = label_map(modality, rng)
+            derived = {"5groups": np.minimum(labels, 5), "binary": (labels > 0)}
+            for suffix in QUIRK_LABEL_FOLDERS:
+                folder = root / f"labelsTr_topbrain_{modality}_{suffix}"
+                write_image(
+                    folder / f"topcow_{modality}_{pid}.nii.gz",
+                    derived[suffix].astype(np.uint8),
+                    spacing_mm=spacing,
+                    origin_mm=origin,
+                )

@@ -97,6 +97,18 @@ def discover_cases(raw_dir: Path, track: Track) -> dict[str, RawCase]:
     return {pid: RawCase(pid, images[pid][0], labels[pid][0]) for pid in sorted(images)}
 
 
+def cases_per_folder(raw_dir: Path) -> dict[str, int]:
+    """Images found per modality folder, ``imagesTr_topbrain_<mod>`` (both tracks' counts)."""
+    return {
+        f"imagesTr_topbrain_{mod}": sum(
+            1
+            for p in raw_dir.rglob(f"topcow_{mod}_*_0000.nii.gz")
+            if p.parent.name == f"imagesTr_topbrain_{mod}"
+        )
+        for mod in sorted(TRACKS)
+    }
+
+
 def check_case(case: RawCase, track: Track) -> np.ndarray:
     """Read a case's label and check it against its image and the track's label set.
 
@@ -141,6 +153,7 @@ def prepare(job: PrepareJob) -> Split:
             "zenodo_record": source.record,
             "file": source.files[0].name,
         },
+        found=cases_per_folder(job.raw),
     )
     table = valid_neighbors(modality)
     public_dir = job.public

@@ -85,11 +85,13 @@ def prepare(job: PrepareJob) -> Split:
         constant = Image.fromarray(np.full((height, width), 128, np.uint8))
         constant.save(_mkparent(public_dir / "enhanced" / f"{image_id}.png"))
     job.write_answer_csvs(gold_rows=rows, sample_rows=rows)
+    found = {organ: sum(i.startswith(f"{organ}_") for i in pairs) for organ in ORGANS}
     return Split(
         train=split.train,
         test=split.test,
         rule=split.rule,
         source={"converted_to_grayscale": converted},
+        found={f"train_datasets/{organ}": n for organ, n in found.items()},
     )
 
 
