@@ -375,11 +375,14 @@ def report(
     ] = None,
 ) -> None:
     """Summarise runs: published-form table per group, seed statistics, plots, failures."""
+    from rexmle.config import resolve_data_dir
     from rexmle.report import collect_runs, leaderboard_tables, run_table, write_report
+    from rexmle.report.console import leaderboard_console_tables
     from rexmle.report.render import banners
     from rexmle.report.runtable import write_run_table
     from rexmle.report.tables import key_label
 
+    data_dir = resolve_data_dir(data_dir)
     try:
         results = collect_runs(runs_dir)
         if not results:
@@ -388,12 +391,8 @@ def report(
         for banner in banners(frame):
             err.print(f"[bold yellow]{banner.text}[/]", highlight=False)
         for key, board in leaderboard_tables(frame):
-            table = Table(title=f"{key_label(key)} ({runs_dir})")
-            for column in board.columns:
-                table.add_column(str(column), no_wrap=True)
-            for row in board.itertuples(index=False):
-                table.add_row(*[str(v) for v in row])
-            out.print(table)
+            for table in leaderboard_console_tables(board, f"{key_label(key)} ({runs_dir})"):
+                out.print(table)
         if table_out is not None:
             write_run_table(frame, table_out)
         written = write_report(
@@ -430,8 +429,11 @@ def analyze(
         require_runs,
         summary_per_agent,
     )
+    from rexmle.config import resolve_data_dir
     from rexmle.report import collect_runs
+    from rexmle.report.console import frame_table
 
+    data_dir = resolve_data_dir(data_dir)
     try:
         results = collect_runs(runs_dir)
         require_runs(results, runs_dir)
@@ -442,12 +444,7 @@ def analyze(
         ("runs", analysis_table(analyses).drop(columns=["evidence"])),
         ("per agent", summary_per_agent(analyses)),
     ):
-        table = Table(title=f"{title} ({runs_dir})")
-        for column in frame.columns:
-            table.add_column(str(column), no_wrap=True)
-        for row in frame.itertuples(index=False):
-            table.add_row(*[str(v) for v in row])
-        out.print(table)
+        out.print(frame_table(frame, f"{title} ({runs_dir})"))
     if json_out is not None:
         json_out.parent.mkdir(parents=True, exist_ok=True)
         json_out.write_text(analysis_json(analyses), encoding="utf-8")
