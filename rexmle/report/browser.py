@@ -30,7 +30,14 @@ import pandas as pd
 from rexmle.errors import RexmleError
 from rexmle.grading.report import read_grade_report
 from rexmle.report.collect import RunResult
-from rexmle.report.htmlpage import cell_text, html_table, human_number, human_seconds, page
+from rexmle.report.htmlpage import (
+    cell_text,
+    html_table,
+    human_iso,
+    human_number,
+    human_seconds,
+    page,
+)
 from rexmle.report.overlays import OVERLAY_DIR, Overlay, read_overlays
 from rexmle.report.render import ReportContent, banners, html_banners, plots_for, render_html
 from rexmle.report.runtable import run_table
@@ -113,8 +120,10 @@ def status_timeline(record: dict[str, object]) -> str:
         if isinstance(timings.get(name), int | float) and float(timings[name]) >= 0
     ]
     started, finished = _timestamp(record.get("started_at")), _timestamp(record.get("finished_at"))
-    text = f"started {record.get('started_at', '?')}"
-    text += f", finished {record.get('finished_at')}" if finished else ", not finished"
+    text = f"started {human_iso(str(record.get('started_at', '?')))}"
+    text += (
+        f", finished {human_iso(str(record.get('finished_at')))}" if finished else ", not finished"
+    )
     if started and finished:
         text += f" ({human_seconds((finished - started).total_seconds())} wall clock)"
     total = sum(seconds for _, seconds in phases)
@@ -467,8 +476,8 @@ def _overlay_section(result: RunResult, assets: Assets | None) -> str:
         selector = (
             f"<div class='slices' data-figure='ov-{number}'>{''.join(buttons)}</div>"
             if len(views) > 1
-            else f"<div class='slices'>{html.escape((buttons and views[0].view) or '')}"
-            f"{html.escape(' (' + views[0].note + ')' if views[0].note else '')}</div>"
+            else f"<div class='slices'>{html.escape(first.view)}"
+            f"{html.escape(' · ' + first.note if first.note else '')}</div>"
         )
         parts.append(
             f"<figure class='overlay' id='ov-{number}'><figcaption>"

@@ -15,12 +15,14 @@ from rexmle.report.htmlpage import cell_text
 from rexmle.report.tables import WIDE_AGENTS, agent_rows, agents_of_board
 
 
-def frame_table(frame: pd.DataFrame, title: str) -> Table:
-    """A Rich table of ``frame`` whose cells and headers wrap to fit the terminal."""
+def frame_table(frame: pd.DataFrame, title: str, *, keep_first: bool = False) -> Table:
+    """A Rich table of ``frame`` whose cells and headers wrap to fit the terminal;
+    ``keep_first``: the first column (the agent) is never wrapped.
+    """
     table = Table(title=title, expand=False)
     columns = [str(c) for c in frame.columns]
-    for column in columns:
-        table.add_column(column, overflow="fold")
+    for number, column in enumerate(columns):
+        table.add_column(column, overflow="fold", no_wrap=keep_first and number == 0)
     for row in frame.itertuples(index=False):
         table.add_row(*[cell_text(v, c) for c, v in zip(columns, row, strict=True)])
     return table
@@ -32,4 +34,7 @@ def leaderboard_console_tables(board: pd.DataFrame, title: str) -> list[Table]:
     """
     if len(agents_of_board(board)) <= WIDE_AGENTS:
         return [frame_table(board, title)]
-    return [frame_table(table, f"{title} · {category}") for category, table in agent_rows(board)]
+    return [
+        frame_table(table, f"{title} · {category}", keep_first=True)
+        for category, table in agent_rows(board)
+    ]

@@ -101,6 +101,21 @@ def human_time(posix_seconds: float) -> str:
     return datetime.fromtimestamp(posix_seconds, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
+def human_iso(text: str) -> str:
+    """An ISO 8601 time stamp as ``YYYY-MM-DD HH:MM:SS`` (with ``UTC`` for UTC, else its
+    offset); other text is returned as it is.
+    """
+    try:
+        stamp = datetime.fromisoformat(text)
+    except ValueError:
+        return text
+    shown = stamp.strftime("%Y-%m-%d %H:%M:%S")
+    offset = stamp.utcoffset()
+    if offset is None:
+        return shown
+    return f"{shown} UTC" if not offset else f"{shown} {stamp.strftime('%z')}"
+
+
 def cell_text(value: object, column: str = "") -> str:
     """One table cell as text: numbers by :func:`human_number` (time stamps by
     :func:`human_time` in the columns named ``TIME_STAMP_COLUMNS``), None and NA empty.

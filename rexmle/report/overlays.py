@@ -116,7 +116,7 @@ def choose_slices(
         if occupied.size:
             picks.setdefault(int(occupied[round(q * (occupied.size - 1))]), f"{q:.0%} of extent")
     if not picks:
-        picks[gold.shape[2] // 2] = "middle (both empty)"
+        picks[gold.shape[2] // 2] = "middle slice, both empty"
     return list(picks.items())[:limit]
 
 
@@ -234,14 +234,14 @@ def _ranked_cases(
             seen_ids.setdefault(case_id, rank)
         return [(rank, case_id, None) for case_id, rank in seen_ids.items()]
     scored.sort(reverse=higher_is_better)
-    chosen = {"best": scored[0], "median": scored[len(scored) // 2], "worst": scored[-1]}
-    seen: set[str] = set()
-    ranked: list[tuple[str, str, float | None]] = []
-    for rank, (value, case_id) in chosen.items():
-        if case_id not in seen:
-            seen.add(case_id)
-            ranked.append((rank, case_id, value))
-    return ranked
+    # a case that is both the median and the worst (two cases) is called the worst
+    picks = [("best", scored[0]), ("worst", scored[-1]), ("median", scored[len(scored) // 2])]
+    seen: dict[str, tuple[str, float]] = {}
+    for rank, (value, case_id) in picks:
+        seen.setdefault(case_id, (rank, value))
+    order = {"best": 0, "median": 1, "worst": 2}
+    ranked = [(rank, case_id, value) for case_id, (rank, value) in seen.items()]
+    return sorted(ranked, key=lambda item: order[item[0]])
 
 
 def _read_json(path: Path) -> object:

@@ -11,7 +11,8 @@ that grows by appending is not repeated; the number of earlier messages is said)
 response: text with fenced code blocks highlighted, tool calls with their arguments, tool
 results. OpenAI (``choices[0].message``, ``tool_calls``) and Anthropic (``content`` blocks of
 ``text``, ``tool_use``, ``tool_result``) shapes are understood. Everything is escaped: a model's
-output is text, never markup. A search box hides the calls that do not contain its text.
+output is text, never markup. A search box hides the calls that do not contain its text; the
+newest call (every call of a transcript of at most three) is shown unfolded.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rexmle.report.htmlpage import human_number, human_seconds
+from rexmle.report.htmlpage import human_iso, human_number, human_seconds
 
 TRANSCRIPT_CAP_BYTES = 4 * 1024 * 1024
 """Of a larger trajectory only the last this many bytes are read (the page says so)."""
@@ -395,11 +396,17 @@ def _usage_text(call: Call) -> str:
     return " · ".join(parts)
 
 
-def call_html(call: Call) -> str:
+def call_html(call: Call, *, opened: bool = False) -> str:
     """One call as a collapsible card: head line with usage, new messages, response."""
     head = " · ".join(
         part
-        for part in (f"#{call.number}", call.time, call.alias, call.status, _usage_text(call))
+        for part in (
+            f"#{call.number}",
+            human_iso(call.time),
+            call.alias,
+            call.status,
+            _usage_text(call),
+        )
         if part
     )
     body = []
@@ -415,7 +422,8 @@ def call_html(call: Call) -> str:
     if call.error:
         body.append(f"<p class='callerr'>error: {html.escape(_cut(call.error))}</p>")
     return (
-        f"<details class='call' data-status='{html.escape(call.status)}'>"
+        f"<details class='call' data-status='{html.escape(call.status)}'"
+        f"{' open' if opened else ''}>"
         f"<summary>{html.escape(head)}</summary>{''.join(body)}</details>"
     )
 
@@ -440,5 +448,6 @@ def transcript_html(folder: Path) -> str:
         f"${cost:.4f} · {human_seconds(latency)} waiting for the model</p>"
         "<input id='transcript-search' placeholder='search the transcript'> "
         "<button id='transcript-all' type='button'>expand all</button> "
-        "<span id='transcript-count'></span>" + "".join(call_html(c) for c in calls)
+        "<span id='transcript-count'></span>"
+        + "".join(call_html(c, opened=c is calls[-1] or len(calls) <= 3) for c in calls)
     )

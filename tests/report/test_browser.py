@@ -194,21 +194,21 @@ def _not_blank(png: bytes) -> bool:
     return pixels.shape[0] > 100 and pixels.std() > 5
 
 
-def _save(name: str, png: bytes, height: int = 1300) -> None:
-    """Keep the top of a screenshot for the README (``REXMLE_SCREENSHOTS``), small."""
+def _save(name: str, png: bytes, *, top: int = 0, height: int = 1300) -> None:
+    """Keep ``height`` pixels of a screenshot from ``top`` for the README
+    (``REXMLE_SCREENSHOTS``), as a palette PNG.
+    """
     if not SCREENSHOTS:
         return
     target = Path(SCREENSHOTS)
     target.mkdir(parents=True, exist_ok=True)
     with Image.open(io.BytesIO(png)) as image:
         small = image.convert("RGB")
-        small = small.crop((0, 0, small.width, min(small.height, height)))
-        small = small.resize(
-            (small.width * 3 // 4, small.height * 3 // 4), Image.Resampling.LANCZOS
+        small = small.crop((0, top, small.width, min(small.height, top + height)))
+        palette = small.quantize(
+            colors=256, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE
         )
-        small.quantize(colors=128, method=Image.Quantize.MEDIANCUT).save(
-            target / name, optimize=True
-        )
+        palette.save(target / name, optimize=True)
 
 
 def _page(browser_dir: Path, task: str, agent: str) -> Path:
@@ -269,7 +269,6 @@ def test_segmentation_run_page_shows_the_image_under_the_outlines(browser_dir: P
     assert panel[:, :, 0][grey].std() > 10  # not a flat background
     assert figure["buttons"] >= 2  # a choice of slices
     assert _not_blank(visit.screenshot_png)
-    _save("browser-segmentation-run.png", visit.screenshot_png)
     # the agent's stderr is shown as text, never run as markup
     assert "<script>alert(1)</script>" in crash.text
     assert "MemoryError" in crash.text
@@ -279,11 +278,13 @@ def test_a_flip_is_shown_on_the_run_page(browser_dir: Path) -> None:
     with Chromium() as chromium:
         visit = chromium.visit(_page(browser_dir, "isles22", "flipper"))
     assert "GEOMETRY: flipped" in visit.text
+    assert "largest disagreement" in visit.text
+    _save("browser-segmentation-run.png", visit.screenshot_png)
 
 
 def test_detection_run_page_has_boxes_on_the_radiograph(browser_dir: Path) -> None:
     with Chromium() as chromium:
-        visit = chromium.visit(_page(browser_dir, "dentex", "oracle"), viewport_only=True)
+        visit = chromium.visit(_page(browser_dir, "dentex", "oracle"))
     assert visit.console_errors == []
     assert visit.network_requests == []
     assert "case case" not in visit.text
@@ -316,7 +317,10 @@ def test_transcript_shows_roles_tool_calls_and_usage(browser_dir: Path) -> None:
             " links: Array.from(document.querySelectorAll('a')).map(a => a.getAttribute('href'))};"
             "})()",
         )
-        visit = chromium.visit(page, viewport_only=True)
+        visit = chromium.visit(page)
+        top = chromium.visit_and_evaluate(
+            page, "document.getElementById('transcript').getBoundingClientRect().top + scrollY"
+        )
     assert dom["calls"] == 2
     # call 1: system and user, then the assistant's tool call; call 2: only the new tool result
     assert dom["roles"] == ["system", "user", "assistant", "tool", "assistant"]
@@ -336,7 +340,7 @@ def test_transcript_shows_roles_tool_calls_and_usage(browser_dir: Path) -> None:
     assert "agent_output/logs/best_solution.py" in visit.text
     assert visit.console_errors == []
     assert visit.network_requests == []
-    _save("browser-aide-run.png", visit.screenshot_png)
+    _save("browser-aide-run.png", visit.screenshot_png, top=max(0, round(top) - 20))
 
 
 def test_a_ten_agent_leaderboard_fits_without_sideways_scroll(tmp_path: Path) -> None:

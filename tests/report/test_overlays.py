@@ -108,7 +108,9 @@ def test_slices_start_with_the_largest_disagreement() -> None:
     assert picks[0] == (6, "largest disagreement")
     assert (2, "largest gold area") in picks
     assert len(picks) == len({z for z, _ in picks})
-    assert choose_slices(np.zeros((4, 4, 6)), np.zeros((4, 4, 6))) == [(3, "middle (both empty)")]
+    assert choose_slices(np.zeros((4, 4, 6)), np.zeros((4, 4, 6))) == [
+        (3, "middle slice, both empty")
+    ]
 
 
 def _graded(prepared_mini, tmp_path: Path, task: str, submission=None) -> tuple[Path, Path]:
