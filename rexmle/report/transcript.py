@@ -4,7 +4,8 @@ Read from the run folder: the gateway's trajectory (``llm_trajectory.jsonl``: pe
 time, model alias, status, request messages and response) and usage log (``llm_usage.jsonl``:
 per call tokens, cost and latency). A trajectory entry and a usage line belong to the same
 call when their time, alias and status agree (the gateway writes both from one record);
-usage lines without a trajectory entry (calls the gateway refused) are shown as calls too.
+usage lines without a trajectory entry (calls the gateway refused, calls after the trajectory's
+size cap) are shown as calls too, except those older than the part of a long trajectory read.
 
 Per call the viewer shows the messages that are new since the previous call (a conversation
 that grows by appending is not repeated; the number of earlier messages is said), then the
@@ -241,7 +242,8 @@ def read_calls(folder: Path) -> tuple[list[Call], bool]:
     usage: dict[tuple[str, str, str], list[dict[str, object]]] = {}
     for item in _objects(usage_lines):
         usage.setdefault(_usage_key(item), []).append(item)
-    entries = _objects(trajectory_lines)[-MAX_CALLS:]
+    every_entry = _objects(trajectory_lines)
+    entries = every_entry[-MAX_CALLS:]
     calls: list[Call] = []
     previous: list[object] = []
     for item in entries:
@@ -270,7 +272,11 @@ def read_calls(folder: Path) -> tuple[list[Call], bool]:
             _add_usage(call, matched.pop(0))
         previous = raw_messages
         calls.append(call)
+    left_out = cut or len(every_entry) > len(entries)
+    oldest = str(entries[0].get("time", "")) if left_out and entries else ""
     for left in (line for lines in usage.values() for line in lines):
+        if str(left.get("time", "")) < oldest:
+            continue  # a call of the part of the trajectory that was not read
         call = Call(0, *_usage_key(left), error=str(left.get("error") or ""))
         _add_usage(call, left)
         calls.append(call)
