@@ -53,6 +53,8 @@ MAX_JSONL_COLUMNS = 24
 MAX_CODE_FILES = 5
 LINKED_FILE_CAP_BYTES = 16 * 1024 * 1024
 """Collected files up to this size are copied beside the run page and linked."""
+ASSETS_CAP_BYTES = 64 * 1024 * 1024
+"""The most bytes of linked files copied beside one run page (overlays not counted)."""
 JOURNAL_CAP_BYTES = 64 * 1024 * 1024
 HARNESS_FILES = ("validate.py",)
 """Files the harness writes into every workspace (:mod:`rexmle.runner.workspace`)."""
@@ -180,13 +182,31 @@ class Assets:
         self.folder = folder
         self.link = link
         """The folder's href relative to the run page."""
+        self.copied_bytes = 0
 
     def copy(self, source: Path, relative: str) -> str:
         """Copy ``source`` to ``relative`` under the folder; returns its href from the page."""
         target = self.folder / relative
         target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(source, target)
+        shutil.copyfile(source, target, follow_symlinks=False)
         return f"{self.link}/{urllib.parse.quote(relative)}"
+
+    def linked(self, source: Path, relative: str, label: str) -> str:
+        """``label`` (HTML) as a link to a copy of ``source``; the bare label when the source
+        is a symbolic link or not a regular file, is larger than ``LINKED_FILE_CAP_BYTES``, or
+        would take the page's files past ``ASSETS_CAP_BYTES``.
+        """
+        if source.is_symlink() or not source.is_file():
+            return label
+        size = source.stat().st_size
+        if size > LINKED_FILE_CAP_BYTES or self.copied_bytes + size > ASSETS_CAP_BYTES:
+            return label
+        self.copied_bytes += size
+        return f"<a href='{html.escape(self.copy(source, relative))}'>{label}</a>"
+
+
+def _linked(assets: Assets | None, source: Path, relative: str, label: str) -> str:
+    return label if assets is None else assets.linked(source, relative, label)
 
 
 def _llm_section(result: RunResult) -> str:
@@ -220,9 +240,7 @@ def _collected_files(result: RunResult, assets: Assets | None) -> str:
         relative = str(path.relative_to(result.path))
         size = path.stat().st_size
         label = f"{html.escape(relative)} ({human_number(size)} bytes)"
-        if assets is not None and size <= LINKED_FILE_CAP_BYTES:
-            label = f"<a href='{html.escape(assets.copy(path, relative))}'>{label}</a>"
-        items.append(f"<li>{label}</li>")
+        items.append(f"<li>{_linked(assets, path, relative, label)}</li>")
     if len(files) > MAX_LISTED_FILES:
         items.append(f"<li>… {len(files) - MAX_LISTED_FILES} more</li>")
     return f"<h3>Collected agent output</h3><ul>{''.join(items)}</ul>"
@@ -311,11 +329,7 @@ def _code_section(result: RunResult, assets: Assets | None) -> str:
         )
         parts.append(f"<p><em>{why}</em></p>")
     for relative, text in files:
-        link = html.escape(relative)
-        if assets is not None:
-            link = (
-                f"<a href='{html.escape(assets.copy(result.path / relative, relative))}'>{link}</a>"
-            )
+        link = _linked(assets, result.path / relative, relative, html.escape(relative))
         parts.append(f"<h3>{link}</h3><pre class='code'>{highlight(text)}</pre>")
     return "".join(parts)
 
@@ -323,34 +337,29 @@ def _code_section(result: RunResult, assets: Assets | None) -> str:
 def _journal_section(result: RunResult, assets: Assets | None) -> str:
     """AIDE's (or ML-Master's) journal as a tree of solution attempts, and its tree plot."""
     output = result.path / AGENT_OUTPUT
-    journals = (
-        sorted(itertools.islice(output.rglob("journal.json"), 5))
-        if output.is_dir() and not output.is_symlink()
-        else []
-    )
-    plots = (
-        sorted(itertools.islice(output.rglob("tree_plot.html"), 5))
-        if output.is_dir() and not output.is_symlink()
-        else []
-    )
+    journals, plots = _named_files(output, "journal.json"), _named_files(output, "tree_plot.html")
     if not journals and not plots:
         return ""
     parts = ["<h2>Agent's journal</h2>"]
     for plot in plots:
         relative = str(plot.relative_to(result.path))
-        if assets is not None and plot.stat().st_size <= LINKED_FILE_CAP_BYTES:
-            parts.append(
-                f"<p><a href='{html.escape(assets.copy(plot, relative))}'>"
-                f"{html.escape(relative)}</a>: the agent's own tree view (its file as written; "
-                "it may load scripts from the internet)</p>"
-            )
+        parts.append(
+            f"<p>{_linked(assets, plot, relative, html.escape(relative))}: the agent's own tree "
+            "view (its file as written; it may load scripts from the internet)</p>"
+        )
     for path in journals:
         relative = str(path.relative_to(result.path))
-        link = html.escape(relative)
-        if assets is not None and path.stat().st_size <= LINKED_FILE_CAP_BYTES:
-            link = f"<a href='{html.escape(assets.copy(path, relative))}'>{link}</a>"
+        link = _linked(assets, path, relative, html.escape(relative))
         parts.append(f"<h3>{link}</h3>{journal_tree_html(path)}")
     return "".join(parts)
+
+
+def _named_files(folder: Path, name: str) -> list[Path]:
+    """Up to 5 regular files called ``name`` under ``folder`` (symbolic links left out)."""
+    if not folder.is_dir() or folder.is_symlink():
+        return []
+    found = itertools.islice(folder.rglob(name), 20)
+    return sorted(p for p in found if p.is_file() and not p.is_symlink())[:5]
 
 
 def journal_tree_html(path: Path) -> str:

@@ -252,3 +252,27 @@ def test_the_ranking_column_is_the_first_numeric_metric_of_the_case_rows() -> No
     assert score_key("isles22", [CaseRow("a", {"dice": 0.25, "abs_volume_diff": 2.0})]) == "dice"
     assert score_key("isles22", [CaseRow("a", {"label": "x"})]) is None
     assert score_key("isles22", []) is None
+
+
+def test_a_run_page_links_collected_files_but_never_follows_a_link(tmp_path: Path) -> None:
+    from rexmle.report import collect_runs
+    from rexmle.report import write_report as write_site
+
+    secret = tmp_path / "secret.txt"
+    secret.write_text("the host's secret")
+    folder = tmp_path / "runs" / "g" / "isles22" / "aide" / "seed-0"
+    logs = folder / "agent_output" / "logs"
+    logs.mkdir(parents=True)
+    (folder / "run.json").write_text(json.dumps({"status": "completed", "config": {}}))
+    (logs / "journal.json").symlink_to(secret)
+    (logs / "tree_plot.html").write_text("<html>tree</html>")
+    (logs / "notes.txt").symlink_to(secret)
+    site = tmp_path / "site"
+    write_site(collect_runs(tmp_path / "runs"), html_path=site)
+    page = (site / "runs" / "g" / "isles22" / "aide" / "seed-0.html").read_text()
+    files = site / "runs" / "g" / "isles22" / "aide" / "seed-0.files"
+    assert "seed-0.files/agent_output/logs/tree_plot.html" in page
+    assert (files / "agent_output" / "logs" / "tree_plot.html").read_text() == "<html>tree</html>"
+    copied = [p.read_text() for p in files.rglob("*") if p.is_file()]
+    assert "the host's secret" not in "".join(copied)
+    assert "the host's secret" not in page
