@@ -465,12 +465,14 @@ def report(
     """Summarise runs: published-form table per group, seed statistics, plots, failures."""
     from rexmle.config import resolve_data_dir
     from rexmle.report import collect_runs, leaderboard_tables, run_table, write_report
+    from rexmle.report.console import leaderboard_console_tables
     from rexmle.report.paper import comparison_appendix, paper_comparisons
     from rexmle.report.regrade import regrade_runs
     from rexmle.report.render import banners
     from rexmle.report.runtable import write_run_table
     from rexmle.report.tables import key_label
 
+    data_dir = resolve_data_dir(data_dir)
     try:
         if definitions not in ("official", "study", "both"):
             msg = f"--definitions must be official, study or both, got {definitions!r}"
@@ -485,19 +487,13 @@ def report(
         frame = run_table(shown)
         for banner in banners(frame):
             err.print(f"[bold yellow]{banner.text}[/]", highlight=False)
-        from rich.table import Table
-
         suffix = " · study definitions" if definitions == "study" else ""
         comparisons = paper_comparisons(results, study)
         boards = [(f"{key_label(k)}{suffix}", b) for k, b in leaderboard_tables(frame)]
         boards += [(f"Paper comparison: {key_label(k)}", b) for k, b in comparisons]
         for title, board in boards:
-            table = Table(title=f"{title} ({runs_dir})")
-            for column in board.columns:
-                table.add_column(str(column), no_wrap=True)
-            for row in board.itertuples(index=False):
-                table.add_row(*[str(v) for v in row])
-            out.print(table)
+            for table in leaderboard_console_tables(board, f"{title} ({runs_dir})"):
+                out.print(table)
         if table_out is not None:
             write_run_table(frame, table_out)
         written = write_report(
@@ -535,26 +531,23 @@ def analyze(
         require_runs,
         summary_per_agent,
     )
+    from rexmle.config import resolve_data_dir
     from rexmle.report import collect_runs
+    from rexmle.report.console import frame_table
 
+    data_dir = resolve_data_dir(data_dir)
     try:
         results = collect_runs(runs_dir)
         require_runs(results, runs_dir)
         analyses = analyze_runs(results, data_dir=data_dir)
     except RexmleError as error:
         raise _fail(error) from error
-    from rich.table import Table
 
     for title, frame in (
         ("runs", analysis_table(analyses).drop(columns=["evidence"])),
         ("per agent", summary_per_agent(analyses)),
     ):
-        table = Table(title=f"{title} ({runs_dir})")
-        for column in frame.columns:
-            table.add_column(str(column), no_wrap=True)
-        for row in frame.itertuples(index=False):
-            table.add_row(*[str(v) for v in row])
-        out.print(table)
+        out.print(frame_table(frame, f"{title} ({runs_dir})"))
     if json_out is not None:
         json_out.parent.mkdir(parents=True, exist_ok=True)
         json_out.write_text(analysis_json(analyses), encoding="utf-8")

@@ -1,10 +1,11 @@
 """``rexmle analyze``: the failure taxonomy of every run, geometry diagnostics of valid
 segmentation runs, and a summary per agent.
 
-Geometry diagnostics need the task's private gold (``--data-dir``), prepared from the same data
-(mini or full) the run used; where it is not there, the run's geometry cell says why. Submitted
-files are read as the grader reads them (:func:`rexmle.analysis.cases.read_pair`): one whose
-header declares more values than the grader's budget is never decoded and skips the run's geometry.
+Geometry diagnostics need the task's private gold (the data dir: ``--data-dir``, else
+``$REXMLE_DATA_DIR``, else ``~/.cache/rexmle``), prepared from the same data (mini or full) the
+run used; where it is not there, the run's geometry cell says why. Submitted files are read as
+the grader reads them (:func:`rexmle.analysis.cases.read_pair`): one whose header declares more
+values than the grader's budget is never decoded and skips the run's geometry.
 """
 
 from __future__ import annotations

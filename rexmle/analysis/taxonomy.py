@@ -88,7 +88,11 @@ def stderr_tail(folder: Path, limit: int = STDERR_TAIL_BYTES) -> str:
 
 
 def crash_class(stderr: str) -> tuple[str, str]:
-    """(crash class, the matching stderr line) of a crashed agent's stderr tail."""
+    """(crash class, the matching stderr line) of a crashed agent's stderr tail.
+
+    For an exception of no known class the line is the last exception line with its message
+    (``IndexError: list index out of range``).
+    """
     for name, pattern in CRASH_PATTERNS:
         found = None
         for found in pattern.finditer(stderr):  # noqa: B007 - the last match is the evidence
@@ -97,9 +101,12 @@ def crash_class(stderr: str) -> tuple[str, str]:
             start = stderr.rfind("\n", 0, found.start()) + 1
             end = stderr.find("\n", found.end())
             return name, stderr[start : end if end != -1 else len(stderr)].strip()[:240]
-    exceptions = _EXCEPTION.findall(stderr)
+    exceptions = list(_EXCEPTION.finditer(stderr))
     if exceptions:
-        return f"other ({exceptions[-1]})", exceptions[-1]
+        last = exceptions[-1]
+        end = stderr.find("\n", last.end())
+        line = stderr[last.start() : end if end != -1 else len(stderr)].strip()[:240]
+        return f"other ({last.group(1)})", line
     lines = [line for line in stderr.splitlines() if line.strip()]
     return "other", lines[-1][:240] if lines else ""
 

@@ -3,9 +3,9 @@ condition and data mode, seed statistics, Markdown, JSON and HTML with plots.
 """
 
 from rexmle.report.collect import RunResult, collect_runs
-from rexmle.report.render import write_report
 from rexmle.report.runtable import run_table, write_run_table
 from rexmle.report.tables import leaderboard_table, leaderboard_tables, seed_statistics
+from rexmle.report.write import write_report
 
 __all__ = [
     "RunResult",

@@ -6,10 +6,8 @@ functions of :mod:`rexmle.report.tables`; this module only lays them out.
 
 from __future__ import annotations
 
-import dataclasses
 import html
 import json
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -20,11 +18,15 @@ import pandas as pd
 from rexmle import __version__
 from rexmle.grading.report import MINI_BANNER
 from rexmle.report.collect import RunResult
+from rexmle.report.htmlpage import cell_text, html_table, page
 from rexmle.report.plots import gap_to_human, mean_percentile_bars, percentile_heatmap
 from rexmle.report.runtable import run_table
 from rexmle.report.tables import (
     NOT_ISOLATED_MARK,
+    WIDE_AGENTS,
     TableKey,
+    agent_rows,
+    agents_of_board,
     failures_table,
     human_best,
     key_label,
@@ -33,19 +35,6 @@ from rexmle.report.tables import (
     performance_overview,
     seed_statistics,
     unscored_table,
-)
-
-STYLE = (
-    "body{font-family:system-ui,sans-serif;margin:2em;max-width:1400px}"
-    "table{border-collapse:collapse;font-size:13px;margin-bottom:1em}td,th{padding:3px 8px;"
-    "border-bottom:1px solid #ddd;text-align:right}th{background:#f3f3f3}"
-    ".banner{padding:.6em 1em;margin:.6em 0;border-radius:4px;font-weight:600}"
-    ".mini{background:#ffe08a;border:2px solid #b58900}"
-    ".warn{background:#fde2e1;border:2px solid #c0392b}"
-    ".note{background:#eef3fb;border:1px solid #9bb3d9;font-weight:normal}"
-    "svg.plot{display:block;margin:1em 0}td.reason{text-align:left;max-width:60em}"
-    "pre.log{max-height:40em;overflow:auto;background:#f7f7f7;padding:.5em;white-space:pre-wrap}"
-    "figure.overlay{display:inline-block;margin:.5em}table.summary th{text-align:left}"
 )
 
 
@@ -94,40 +83,22 @@ def banners(frame: pd.DataFrame) -> list[Banner]:
     return found
 
 
-def _cell(value: object) -> str:
-    if isinstance(value, float):
-        return "n/a" if math.isnan(value) else f"{value:.4g}"
-    if value is None or value is pd.NA:
-        return ""
-    return str(value)
-
-
 def _markdown_table(frame: pd.DataFrame) -> str:
     if frame.empty:
         return "_none_\n"
     header = "| " + " | ".join(str(c) for c in frame.columns) + " |"
     rule = "|" + "|".join("---" for _ in frame.columns) + "|"
+    columns = [str(c) for c in frame.columns]
     body = [
-        "| " + " | ".join(_cell(v).replace("|", "\\|").replace("\n", " ") for v in row) + " |"
+        "| "
+        + " | ".join(
+            cell_text(v, c).replace("|", "\\|").replace("\n", " ")
+            for c, v in zip(columns, row, strict=True)
+        )
+        + " |"
         for row in frame.itertuples(index=False)
     ]
     return "\n".join([header, rule, *body]) + "\n"
-
-
-def _html_table(frame: pd.DataFrame, css: str = "table") -> str:
-    if frame.empty:
-        return "<p><em>none</em></p>"
-    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in frame.columns)
-    body = []
-    for row in frame.itertuples(index=False):
-        cells = []
-        for column, value in zip(frame.columns, row, strict=True):
-            klass = " class='reason'" if column == "reason" else ""
-            cells.append(f"<td{klass}>{html.escape(_cell(value))}</td>")
-        body.append("<tr>" + "".join(cells) + "</tr>")
-    return (
-        f"<table class='{css}'><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
-    )
 
 
 def _key_parts(table: pd.DataFrame, key: TableKey) -> pd.DataFrame:
@@ -268,16 +239,6 @@ def html_banners(found: Sequence[Banner]) -> str:
     return "".join(f"<p class='banner {b.kind}'>{html.escape(b.text)}</p>" for b in found)
 
 
-def page(title: str, body: str, *, script: str = "") -> str:
-    """A complete self-contained HTML page (inline style, optional inline script)."""
-    tail = f"<script>{script}</script>" if script else ""
-    return (
-        "<!doctype html><html><head><meta charset='utf-8'>"
-        f"<title>{html.escape(title)}</title><style>{STYLE}</style></head><body>"
-        f"{body}{tail}</body></html>\n"
-    )
-
-
 def plots_for(content: ReportContent, key: TableKey) -> list[tuple[str, str]]:
     """(file stem, SVG) of one key's plots: heatmap, mean percentile bars, gap to human."""
     per_task = _key_parts(content.per_task, key)
@@ -310,12 +271,15 @@ def render_html(
         f"<p>{len(content.frame)} runs · rexmle {__version__} · {stamp}</p>",
         html_banners(content.banners),
     ]
-    for key, board in content.boards:
+    for number, (key, board) in enumerate(content.boards):
         sections.append(f"<h2>{html.escape(key_label(key))}</h2>")
         for heading, item in _key_sections(content, key, board):
+            if isinstance(item, pd.DataFrame) and heading.startswith("Leaderboard"):
+                sections.append(_leaderboard_html(item, f"board-{number}"))
+                continue
             sections.append(f"<h3>{html.escape(heading)}</h3>")
             if isinstance(item, pd.DataFrame):
-                sections.append(_html_table(item))
+                sections.append(html_table(item))
             else:
                 sections.append(f"<p class='banner note'>{html.escape(item)}</p>")
             if heading.startswith("Performance overview"):
@@ -326,48 +290,49 @@ def render_html(
         sections.append(f"<h2{anchor}>{html.escape(heading)}</h2>")
         sections.append(_linked_runs_html(table, run_links or {}))
     if run_links:
-        sections.append("<h2>All runs</h2>" + _run_index(content.frame, run_links))
+        from rexmle.report.tables import RUN_LIST_COLUMNS
+
+        sections.append(
+            "<h2>All runs</h2>"
+            + _linked_runs_html(content.frame[RUN_LIST_COLUMNS], run_links, table_id="runs")
+        )
     return page("ReX-MLE report", "\n".join(sections))
 
 
-def _run_index(frame: pd.DataFrame, links: dict[str, str]) -> str:
-    from rexmle.report.tables import RUN_LIST_COLUMNS
-
-    table = _linked_runs_html(frame[RUN_LIST_COLUMNS], links).replace(
-        "<table>", "<table id='runs'>", 1
-    )
-    return (
-        "<input id='filter' placeholder='filter runs' oninput=\"for(const r of "
-        "document.querySelectorAll('#runs tbody tr'))r.style.display="
-        "r.textContent.toLowerCase().includes(this.value.toLowerCase())?'':'none'\">" + table
-    )
-
-
-def _linked_runs_html(table: pd.DataFrame, links: dict[str, str]) -> str:
-    """A table (its ``path`` column hidden) whose seed cells link to the run pages."""
-    if "path" not in table.columns:
-        return _html_table(table)
-    shown = table.drop(columns=["path"])
-    if shown.empty or not links:
-        return _html_table(shown)
-    seed_at = list(shown.columns).index("seed")
-    reason_at = list(shown.columns).index("reason")
-    rows = []
-    for row, path in zip(shown.itertuples(index=False), table["path"], strict=True):
-        link = links.get(str(path))
-        cells = [html.escape(_cell(v)) for v in row]
-        if link:
-            cells[seed_at] = f"<a href='{html.escape(link)}'>{cells[seed_at]}</a>"
-        rows.append(
-            "<tr>"
-            + "".join(
-                f"<td{' class=reason' if i == reason_at else ''}>{c}</td>"
-                for i, c in enumerate(cells)
-            )
-            + "</tr>"
+def _leaderboard_html(board: pd.DataFrame, table_id: str) -> str:
+    """The published-form table (tasks as rows) while it has at most ``WIDE_AGENTS`` agents;
+    above that, agents as rows (:func:`rexmle.report.tables.agent_rows`), one table per task
+    category, so that the page never scrolls sideways.
+    """
+    agents = agents_of_board(board)
+    heading = "<h3>Leaderboard (headline value, percentile rank against the human leaderboard)</h3>"
+    if len(agents) <= WIDE_AGENTS:
+        return heading + html_table(board, table_id=table_id, pinned_rows=2)
+    parts = [
+        "<h3>Leaderboard: one row per agent (value and percentile rank per task; "
+        "click a column to sort)</h3>"
+    ]
+    for number, (category, table) in enumerate(agent_rows(board)):
+        parts.append(f"<h4>{html.escape(category)}</h4>")
+        parts.append(
+            html_table(table, table_id=f"{table_id}-{number}", pinned_rows=1, filter_box=True)
+            .replace("class='scroll'", "class='fit'")
+            .replace("class='sortable'", "class='sortable fit'")
         )
-    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in shown.columns)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    return "".join(parts)
+
+
+def _linked_runs_html(
+    table: pd.DataFrame, links: dict[str, str], *, table_id: str | None = None
+) -> str:
+    """A sortable table (its ``path`` column hidden) whose seed cells link to the run pages."""
+    if "path" not in table.columns:
+        return html_table(table, table_id=table_id, filter_box=table_id is not None)
+    shown = table.drop(columns=["path"])
+    cell_links = [
+        {"seed": links[str(path)]} if str(path) in links else {} for path in table["path"]
+    ]
+    return html_table(shown, table_id=table_id, links=cell_links, filter_box=table_id is not None)
 
 
 def render_json(results: Sequence[RunResult], *, content: ReportContent | None = None) -> str:
@@ -395,47 +360,3 @@ def render_json(results: Sequence[RunResult], *, content: ReportContent | None =
         "geometry": records(content.geometry),
     }
     return json.dumps(payload, indent=2) + "\n"
-
-
-def is_browser_target(path: Path) -> bool:
-    """``--html`` names a folder (the run browser) when it exists as one or has no .html name."""
-    return path.is_dir() or path.suffix.lower() not in (".html", ".htm")
-
-
-def write_report(
-    results: Sequence[RunResult],
-    *,
-    markdown: Path | None = None,
-    html_path: Path | None = None,
-    json_path: Path | None = None,
-    data_dir: Path | None = None,
-    appendix: Appendix | None = None,
-) -> list[Path]:
-    """Write the requested report files (parents created); returns the files written.
-
-    ``html_path`` naming a folder writes the run browser there (index.html and one page per
-    run, :mod:`rexmle.report.browser`); a ``.html`` name writes the single report page.
-    ``appendix`` adds already rendered sections to the Markdown and HTML reports.
-    """
-    content = report_content(results, data_dir=data_dir)
-    if appendix is not None:
-        content = dataclasses.replace(content, appendix=appendix)
-    written: list[Path] = []
-    for path, render in (
-        (markdown, render_markdown),
-        (json_path, render_json),
-    ):
-        if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(render(results, content=content), encoding="utf-8")
-            written.append(path)
-    if html_path is not None:
-        if is_browser_target(html_path):
-            from rexmle.report.browser import write_browser
-
-            written += write_browser(results, content, html_path)
-        else:
-            html_path.parent.mkdir(parents=True, exist_ok=True)
-            html_path.write_text(render_html(results, content=content), encoding="utf-8")
-            written.append(html_path)
-    return written

@@ -44,6 +44,9 @@ FAIL = "FAIL"
 NOT_RUN = ""
 NOT_ISOLATED_MARK = "†"
 TableKey = tuple[str, str, str]
+WIDE_AGENTS = 4
+"""Above this many agents a leaderboard is shown with agents as rows."""
+SUMMARY_ROWS = ("Tasks run", "Overall mean percentile")
 
 
 def human_best(task_id: str) -> float:
@@ -152,6 +155,50 @@ def leaderboard_table(
     counts["human"] = counts["human N"] = summary["human"] = summary["human N"] = ""
     rows += [counts, summary]
     return pd.DataFrame(rows)
+
+
+def agents_of_board(board: pd.DataFrame) -> list[str]:
+    """The agents of a published-form table (:func:`leaderboard_table`), in column order."""
+    return [str(c)[: -len(" value")] for c in board.columns if str(c).endswith(" value")]
+
+
+def agent_rows(board: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
+    """A published-form table turned round: per task category, one row per agent.
+
+    Columns: ``agent``, then per task of the category a cell ``<value> · <rank>`` (empty where
+    the agent never ran it, ``FAIL`` where it failed), then ``tasks run`` and ``overall mean
+    percentile`` (over every category, as in the published table). The last row is the best
+    human value per task.
+    """
+    agents = agents_of_board(board)
+    tasks = board[~board["task"].isin(SUMMARY_ROWS)]
+    counts = board[board["task"] == SUMMARY_ROWS[0]]
+    overall = board[board["task"] == SUMMARY_ROWS[1]]
+    parts = []
+    for category in CATEGORY_ORDER:
+        rows_of = tasks[tasks["category"] == category]
+        if rows_of.empty:
+            continue
+        rows = []
+        for agent in agents:
+            row: dict[str, object] = {"agent": agent}
+            for cells in rows_of.to_dict("records"):
+                value, rank = str(cells[f"{agent} value"]), str(cells[f"{agent} rank"])
+                row[str(cells["task"])] = (
+                    "" if not value else value if rank in ("", "--") else f"{value} · {rank}"
+                )
+            row["tasks run"] = str(counts[f"{agent} rank"].iloc[0]) if not counts.empty else ""
+            row["overall mean percentile"] = (
+                str(overall[f"{agent} rank"].iloc[0]) if not overall.empty else ""
+            )
+            rows.append(row)
+        human: dict[str, object] = {"agent": "best human"}
+        for cells in rows_of.to_dict("records"):
+            human[str(cells["task"])] = str(cells["human"])
+        human["tasks run"] = human["overall mean percentile"] = ""
+        rows.append(human)
+        parts.append((category, pd.DataFrame(rows)))
+    return parts
 
 
 def leaderboard_tables(

@@ -46,6 +46,14 @@ def test_crash_classes_from_stderr(stderr: str, expected: str) -> None:
     assert crash_class(stderr)[0] == expected
 
 
+def test_an_unknown_exception_keeps_its_message() -> None:
+    stderr = (
+        'Traceback (most recent call last):\n  File "train.py", line 3, in <module>\n'
+        "    x = cases[7]\nIndexError: list index out of range\n"
+    )
+    assert crash_class(stderr) == ("other (IndexError)", "IndexError: list index out of range")
+
+
 def test_invalid_rules_from_the_graders_reasons() -> None:
     assert invalid_rule("submission.csv: 3 test id(s) missing: a, b, c.") == "missing_cases"
     assert invalid_rule("masks/a.nii.gz: shape (2, 2, 2), but the test image has") == "wrong_shape"

@@ -114,8 +114,14 @@ class Chromium:
             if events is not None and "method" in message:
                 events.append(message)
 
-    def visit(self, path: Path, *, settle_s: float = 1.0) -> PageVisit:
-        """Load ``path`` (a local file) in a new tab and collect what happened."""
+    def visit_and_evaluate(self, path: Path, expression: str, *, settle_s: float = 1.0) -> object:
+        """Load ``path`` in a new tab, evaluate ``expression`` there and return its value."""
+        target, session, events = self._open(path, settle_s)
+        value = self._evaluate(session, expression, events)
+        self._call("Target.closeTarget", {"targetId": target}, events=events)
+        return value
+
+    def _open(self, path: Path, settle_s: float) -> tuple[str, str, list[dict]]:
         target = self._call("Target.createTarget", {"url": "about:blank"})["targetId"]
         session = self._call("Target.attachToTarget", {"targetId": target, "flatten": True})[
             "sessionId"
@@ -137,6 +143,13 @@ class Chromium:
             except Exception:  # websocket timeout: nothing more arrived
                 continue
         self._ws.settimeout(60)
+        return target, session, events
+
+    def visit(self, path: Path, *, settle_s: float = 1.0, viewport_only: bool = False) -> PageVisit:
+        """Load ``path`` (a local file) in a new tab and collect what happened; the screenshot
+        is the whole page, or the first screen (1400 x 1000) with ``viewport_only``.
+        """
+        target, session, events = self._open(path, settle_s)
         visit = PageVisit()
         for event in events:
             method, params = event.get("method"), event.get("params", {})
@@ -159,7 +172,7 @@ class Chromium:
             events,
         )
         shot = self._call(
-            "Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True},
+            "Page.captureScreenshot", {"format": "png", "captureBeyondViewport": not viewport_only},
             session, events,
         )  # fmt: skip
         visit.screenshot_png = base64.b64decode(shot["data"])

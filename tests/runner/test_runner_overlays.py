@@ -10,7 +10,8 @@ import numpy as np
 from conftest import COPY_SAMPLE
 from PIL import Image
 
-from rexmle.report.overlays import MANIFEST, MAX_TOTAL_BYTES, OVERLAY_DIR, PANEL_PX
+from rexmle.report.overlays import GAP_PX, MANIFEST, MAX_TOTAL_BYTES, OVERLAY_DIR
+from rexmle.report.viewing import PANEL_MAX
 
 
 def test_a_graded_segmentation_run_gets_overlays_in_its_folder(run_agent, isles22_dirs):
@@ -31,12 +32,15 @@ def test_a_graded_segmentation_run_gets_overlays_in_its_folder(run_agent, isles2
         with Image.open(path) as image:
             width, height = image.size
             pixels = np.asarray(image.convert("RGB"))
-        assert 0 < height <= PANEL_PX
-        assert 0 < width <= 2 * PANEL_PX + 6
-        gold_drawn.append(bool((pixels[:, : width // 2] == (40, 200, 90)).all(axis=2).any()))
+        assert 0 < height <= PANEL_MAX[0]
+        assert 0 < width <= 3 * PANEL_MAX[1] + 2 * GAP_PX
+        panel = (width - 2 * GAP_PX) // 3
+        gold_alone = pixels[:, panel + GAP_PX : 2 * panel + GAP_PX]
+        gold_drawn.append(bool((gold_alone == (40, 200, 90)).all(axis=2).any()))
+        assert item["image"] == "DWI, 0.5th–99.5th percentile"
         # the sample submission predicts no lesion: no prediction outline anywhere
         assert not (pixels == (230, 60, 50)).all(axis=2).any()
-    assert any(gold_drawn)  # case 0002's lesion is outlined in the left panel
+    assert any(gold_drawn)  # case 0002's lesion is outlined in the gold's own panel
     assert total <= MAX_TOTAL_BYTES
     workspace = folder / "workspace"
     assert not list(workspace.rglob("*.png"))
