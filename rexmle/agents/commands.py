@@ -27,7 +27,7 @@ def _fail(error: Exception) -> typer.Exit:
 def list_agents(
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per agent.")] = False,
 ) -> None:
-    """Every agent: kind, models, steps, time limit, and its environment's install state."""
+    """Every agent: kind, models, steps, selection policy, time limit, and its environment."""
     from rexmle.agents.environments import resolve_env
     from rexmle.agents.registry import all_agents
 
@@ -45,6 +45,8 @@ def list_agents(
             row |= {
                 "models": dict(spec.llm.models),
                 "steps": spec.llm.steps,
+                "selection": spec.llm.selection,
+                "scenario": spec.llm.scenario,
                 "environment": env.name,
                 "variant": env.variant,
                 "lock_hash": env.lock_hash,
@@ -57,7 +59,7 @@ def list_agents(
             out.print_json(json.dumps(row))
         return
     table = Table(title="agents")
-    for column in ("id", "kind", "models", "steps", "time limit", "environment"):
+    for column in ("id", "kind", "models", "steps", "selection", "time limit", "environment"):
         table.add_column(column, no_wrap=column in ("id", "kind"))
     for row in rows:
         models = row.get("models")
@@ -70,6 +72,8 @@ def list_agents(
             str(row["kind"]),
             ", ".join(f"{k}={v}" for k, v in models.items()) if isinstance(models, dict) else "-",
             "-" if row.get("steps") is None else str(row["steps"]),
+            str(row.get("selection") or "-")
+            + (f" ({row['scenario']})" if row.get("scenario") else ""),
             f"{float(str(row['time_limit_s'])):g} s",
             state,
         )
