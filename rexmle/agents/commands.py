@@ -1,4 +1,4 @@
-"""``rexmle agents list`` and ``rexmle agents install AGENT`` (added to the CLI by :func:`register`)."""
+"""``rexmle agents list``, ``install AGENT`` and ``fetch-study-texts`` (added by :func:`register`)."""
 
 from __future__ import annotations
 
@@ -123,6 +123,31 @@ def install(
     out.print(
         f"{env.name}: {what} in {result.seconds:.1f} s\n  path {env.root}\n"
         f"  lock {env.lock_file.name} sha256 {env.lock_hash}",
+        highlight=False,
+    )
+
+
+@agents_app.command("fetch-study-texts")
+def fetch_study_texts_command(
+    source: Annotated[
+        Path | None,
+        typer.Option("--source", help="Local clone or mirror of the study's repository."),
+    ] = None,
+    force: Annotated[bool, typer.Option("--force", help="Fetch again even when verified.")] = False,
+) -> None:
+    """Fetch the published study's prompt texts (pinned commit, SHA-256 checked) into the cache."""
+    from rexmle.agents.study_texts import fetch_study_texts, load_pins
+
+    pins = load_pins()
+    try:
+        with err.status(f"fetching the study's texts ({pins.repository} @ {pins.commit[:12]})"):
+            result = fetch_study_texts(pins=pins, source=source, force=force)
+    except RexmleError as error:
+        raise _fail(error) from error
+    what = "fetched" if result.fetched else "already fetched"
+    out.print(
+        f"study texts: {what}, {result.n_files} files verified by SHA-256\n"
+        f"  path {result.folder}\n  from {result.source} @ {pins.commit}",
         highlight=False,
     )
 
