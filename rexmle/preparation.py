@@ -21,6 +21,7 @@ from typing import Literal
 
 from rexmle import __version__
 from rexmle.errors import DataError
+from rexmle.grading.score_script import write_score_script
 from rexmle.processes import pid_is_alive
 from rexmle.split import Split
 from rexmle.tasks.files import sha256_file
@@ -204,6 +205,7 @@ def prepare_task(
         if secret is not None:
             shutil.copyfile(dirs.raw / MINI_SECRET_FILE, private / MINI_SECRET_FILE)
         (public / "description.md").write_text(task.description(), encoding="utf-8")
+        write_score_script(public, task_id)
         manifest = {
             "task": task_id,
             "spec_version": task.spec.spec_version,

@@ -1,4 +1,4 @@
-"""``rexmle agents list`` and ``rexmle agents install AGENT`` (added to the CLI by :func:`register`)."""
+"""``rexmle agents list``, ``install AGENT`` and ``fetch-study-texts`` (added by :func:`register`)."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ def _fail(error: Exception) -> typer.Exit:
 def list_agents(
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per agent.")] = False,
 ) -> None:
-    """Every agent: kind, models, steps, time limit, and its environment's install state."""
+    """Every agent: kind, models, steps, selection policy, time limit, and its environment."""
     from rexmle.agents.environments import resolve_env
     from rexmle.agents.registry import all_agents
 
@@ -44,6 +44,8 @@ def list_agents(
             row |= {
                 "models": dict(spec.llm.models),
                 "steps": spec.llm.steps,
+                "selection": spec.llm.selection,
+                "scenario": spec.llm.scenario,
                 "environment": env.name,
                 "variant": env.variant,
                 "lock_hash": env.lock_hash,
@@ -58,7 +60,7 @@ def list_agents(
     from rich.table import Table
 
     table = Table(title="agents")
-    for column in ("id", "kind", "models", "steps", "time limit", "environment"):
+    for column in ("id", "kind", "models", "steps", "selection", "time limit", "environment"):
         table.add_column(column, no_wrap=column in ("id", "kind"))
     for row in rows:
         models = row.get("models")
@@ -71,6 +73,8 @@ def list_agents(
             str(row["kind"]),
             ", ".join(f"{k}={v}" for k, v in models.items()) if isinstance(models, dict) else "-",
             "-" if row.get("steps") is None else str(row["steps"]),
+            str(row.get("selection") or "-")
+            + (f" ({row['scenario']})" if row.get("scenario") else ""),
             f"{float(str(row['time_limit_s'])):g} s",
             state,
         )
@@ -120,6 +124,31 @@ def install(
     out.print(
         f"{env.name}: {what} in {result.seconds:.1f} s\n  path {env.root}\n"
         f"  lock {env.lock_file.name} sha256 {env.lock_hash}",
+        highlight=False,
+    )
+
+
+@agents_app.command("fetch-study-texts")
+def fetch_study_texts_command(
+    source: Annotated[
+        Path | None,
+        typer.Option("--source", help="Local clone or mirror of the study's repository."),
+    ] = None,
+    force: Annotated[bool, typer.Option("--force", help="Fetch again even when verified.")] = False,
+) -> None:
+    """Fetch the published study's prompt texts (pinned commit, SHA-256 checked) into the cache."""
+    from rexmle.agents.study_texts import fetch_study_texts, load_pins
+
+    pins = load_pins()
+    try:
+        with err.status(f"fetching the study's texts ({pins.repository} @ {pins.commit[:12]})"):
+            result = fetch_study_texts(pins=pins, source=source, force=force)
+    except RexmleError as error:
+        raise _fail(error) from error
+    what = "fetched" if result.fetched else "already fetched"
+    out.print(
+        f"study texts: {what}, {result.n_files} files verified by SHA-256\n"
+        f"  path {result.folder}\n  from {result.source} @ {pins.commit}",
         highlight=False,
     )
 

@@ -298,7 +298,8 @@ def _source_override(declaration: EnvDeclaration, source: Path | None) -> Path |
     return None
 
 
-def _is_git_repository(path: Path) -> bool:
+def is_git_repository(path: Path) -> bool:
+    """Whether ``path`` is a git repository (a work tree or a bare one)."""
     done = subprocess.run(
         ["git", "-C", str(path), "rev-parse", "--git-dir"],
         capture_output=True,
@@ -342,7 +343,7 @@ def resolve_env(
         if override is not None and not override.exists():
             msg = f"the source {override} for {name} does not exist"
             raise SpecError(msg)
-        if override is None or _is_git_repository(override):
+        if override is None or is_git_repository(override):
             origin = pinned.repository if override is None else str(override.resolve())
             described = f"git {origin}@{pinned.commit}:{pinned.subdirectory}"
             digest.update(f"\n{pinned.commit}:{pinned.subdirectory}".encode())
@@ -438,6 +439,30 @@ def export_git_tree(
     return left_out
 
 
+def fetch_commit(repository: str, commit: str, scratch: Path, *, hint: str) -> str:
+    """A bare repository under ``scratch`` holding ``commit`` of ``repository`` (depth 1).
+
+    Raises:
+        EnvInstallError: git cannot fetch it (the message ends with ``hint``).
+    """
+    bare = str(scratch / "repo")
+    for argv in (
+        ["git", "init", "-q", "--bare", bare],
+        ["git", "-C", bare, "fetch", "-q", "--depth", "1", repository, commit],
+    ):
+        done = subprocess.run(argv, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            msg = f"fetching {repository}@{commit} failed: {done.stderr.strip()}. {hint}"
+            raise EnvInstallError(msg)
+    return bare
+
+
+def git_blob(repository: str, commit: str, path: str) -> bytes | None:
+    """The bytes of ``commit:path`` in ``repository``, or None when it does not hold them."""
+    done = _git(repository, "cat-file", "blob", f"{commit}:{path}")
+    return done.stdout if done.returncode == 0 else None
+
+
 def _fetch_source(env: AgentEnv, declaration: EnvDeclaration, override: Path | None) -> list[str]:
     """Put the agent's pinned source into ``env.source_dir``; return the paths left out."""
     pinned = declaration.source
@@ -445,36 +470,18 @@ def _fetch_source(env: AgentEnv, declaration: EnvDeclaration, override: Path | N
         return []
     target = env.source_dir
     shutil.rmtree(target, ignore_errors=True)
-    if override is not None and not _is_git_repository(override):
+    if override is not None and not is_git_repository(override):
         shutil.copytree(override, target, symlinks=True)
         return []
     with tempfile.TemporaryDirectory(prefix="rexmle-src-") as scratch:
         if override is not None:
             repository = str(override.resolve())
         else:
-            repository = str(Path(scratch) / "repo")
-            for argv in (
-                ["git", "init", "-q", "--bare", repository],
-                [
-                    "git",
-                    "-C",
-                    repository,
-                    "fetch",
-                    "-q",
-                    "--depth",
-                    "1",
-                    pinned.repository,
-                    pinned.commit,
-                ],
-            ):
-                done = subprocess.run(argv, capture_output=True, text=True, check=False)
-                if done.returncode != 0:
-                    msg = (
-                        f"fetching {pinned.repository}@{pinned.commit} failed: "
-                        f"{done.stderr.strip()}. On an offline machine pass --source DIR (a clone "
-                        f"or mirror) or set {pinned.override_variable}"
-                    )
-                    raise EnvInstallError(msg)
+            hint = (
+                f"On an offline machine pass --source DIR (a clone or mirror) or set "
+                f"{pinned.override_variable}"
+            )
+            repository = fetch_commit(pinned.repository, pinned.commit, Path(scratch), hint=hint)
         target.mkdir(parents=True)
         return export_git_tree(
             repository, pinned.commit, pinned.subdirectory, target, optional=pinned.optional_paths

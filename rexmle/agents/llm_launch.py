@@ -62,6 +62,20 @@ def hardware_sentence(gpu_names: list[str], cuda_visible_devices: str | None) ->
     return f"{len(slots)} {names[0]} GPU" + ("s" if len(slots) != 1 else "")
 
 
+def leaderboard_scores(task_id: str) -> list[float]:
+    """The task's leaderboard values of its headline metric, best first.
+
+    R&D-Agent's Kaggle scenario takes the metric's direction from such a list (first > last:
+    higher is better), as the study gave it the human leaderboard.
+    """
+    from rexmle.tasks.leaderboard import load_leaderboard
+    from rexmle.tasks.registry import get_task
+
+    headline = get_task(task_id).headline
+    values = [float(v) for v in load_leaderboard(task_id).rows[headline.key].dropna()]
+    return sorted(values, reverse=headline.higher_is_better)
+
+
 def adapter_config(
     spec: AgentSpec,
     env: AgentEnv,
@@ -99,6 +113,9 @@ def adapter_config(
         "models": dict(llm.models),
         "temperatures": dict(llm.temperatures),
         "options": dict(llm.options),
+        "selection": llm.selection,
+        "scenario": llm.scenario,
+        "leaderboard_scores": leaderboard_scores(task_id) if llm.scenario == "kaggle" else None,
         "hardware": hardware,
         "cuda_visible_devices": cuda_visible_devices,
         "cpus": cpus,

@@ -37,6 +37,14 @@ from rexmle.names import NAME_PATTERN
 
 AgentKind = Literal["dummy", "baseline", "command", "llm"]
 AdapterName = Literal["aide", "ml-master", "rdagent"]
+SelectionPolicy = Literal["study", "best-valid"]
+"""Which of an agent's submissions is graded: ``study`` (as the published study took it: AIDE
+the last one written, ML-Master its ``best_submission/``, R&D-Agent its SOTA experiment's, none
+of them checked) or ``best-valid`` (each candidate is checked with the validation server and the
+best valid one by the agent's own metric is kept)."""
+RdAgentScenario = Literal["data-science", "kaggle"]
+"""R&D-Agent's scenario: ``data-science`` (DataScienceScen, MLE-data mode off) or ``kaggle``
+(the study's KaggleScen with the MLE-data mode on and the metric direction given)."""
 MODEL_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
 FIXED_MODEL_ROLES = frozenset({"embedding"})
 """Roles that ``--model`` leaves as declared (an embedding model is not a chat model)."""
@@ -73,6 +81,10 @@ class LlmSettings(BaseModel):
     """Time limit of one executed script (AIDE, ML-Master ``exec.timeout``)."""
     options: dict[str, int | float | str | bool] = {}
     """Further agent arguments passed as given (e.g. ``agent.search.num_drafts``)."""
+    selection: SelectionPolicy = "best-valid"
+    """Which submission is graded (see :data:`SelectionPolicy`)."""
+    scenario: RdAgentScenario | None = None
+    """R&D-Agent only: its scenario (see :data:`RdAgentScenario`); None elsewhere."""
 
     @model_validator(mode="after")
     def _names(self) -> LlmSettings:
@@ -88,6 +100,12 @@ class LlmSettings(BaseModel):
         unknown = set(self.temperatures) - set(self.models)
         if unknown:
             msg = f"llm.temperatures names roles without a model: {sorted(unknown)}"
+            raise ValueError(msg)
+        if (self.adapter == "rdagent") != (self.scenario is not None):
+            msg = (
+                "llm.scenario (data-science or kaggle) is required for the rdagent adapter "
+                "and only there"
+            )
             raise ValueError(msg)
         return self
 
@@ -155,6 +173,8 @@ class AgentSpec(BaseModel):
         model: str | None = None,
         steps: int | None = None,
         step_timeout_s: float | None = None,
+        selection: SelectionPolicy | None = None,
+        scenario: RdAgentScenario | None = None,
     ) -> AgentSpec:
         """A copy with the given fields replaced (CLI options win over the declaration).
 
@@ -163,7 +183,8 @@ class AgentSpec(BaseModel):
         uses it) names the agent ``<id>-<model>``.
 
         Raises:
-            SpecError: ``model``, ``steps`` or ``step_timeout_s`` given for a non-llm agent.
+            SpecError: ``model``, ``steps``, ``step_timeout_s``, ``selection`` or ``scenario``
+                given for a non-llm agent.
         """
         update: dict[str, object] = {}
         llm_update: dict[str, object] = {}
@@ -179,11 +200,15 @@ class AgentSpec(BaseModel):
             llm_update["steps"] = steps
         if step_timeout_s is not None:
             llm_update["step_timeout_s"] = step_timeout_s
+        if selection is not None:
+            llm_update["selection"] = selection
+        if scenario is not None:
+            llm_update["scenario"] = scenario
         if llm_update:
             if self.llm is None:
                 msg = (
-                    f"agent {self.id!r} is not an llm agent: --model, --steps and "
-                    "--step-timeout apply to llm agents only"
+                    f"agent {self.id!r} is not an llm agent: --model, --steps, --step-timeout, "
+                    "the selection policy and the scenario apply to llm agents only"
                 )
                 raise SpecError(msg)
             update["llm"] = {**self.llm.model_dump(), **llm_update}

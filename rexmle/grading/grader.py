@@ -64,13 +64,21 @@ def expected_ids(task: Task, context: CheckContext) -> list[str]:
 
 
 def load_submission(
-    task: Task, folder: Path, public_dir: Path, *, workers: int, check_files: bool = True
+    task: Task,
+    folder: Path,
+    public_dir: Path,
+    *,
+    workers: int,
+    expected: list[str] | None = None,
+    file_checks: bool = True,
 ) -> LoadedSubmission:
     """Apply every validity rule (generic, declared, then the family's own checks).
 
-    ``check_files=False`` skips the per-case file rules (declared and the family's
-    ``check_case``) and keeps the CSV, id, path and across-case rules: for the gold, whose files
-    the integrity check has just matched byte for byte against what ``prepare`` wrote.
+    ``expected`` replaces the test ids (:func:`expected_ids`). ``file_checks=False`` skips the
+    per-case file rules (declared and the family's ``check_case``) and keeps the CSV, id, path
+    and across-case rules: for the gold, whose files the integrity check has just matched byte
+    for byte against what ``prepare`` wrote, and for folders of other cases than the test set
+    (``rexmle.grading.pair_score``), whose files are not the public test inputs.
 
     Raises:
         InvalidSubmission: with every reason found (not only the first).
@@ -101,7 +109,8 @@ def load_submission(
     if extra_cols:
         warnings.append(f"{SUBMISSION_CSV}: extra column(s) {extra_cols} are ignored")
 
-    expected = expected_ids(task, context)
+    if expected is None:
+        expected = expected_ids(task, context)
     expected_set = set(expected)
     seen: dict[str, int] = {}
     cases: dict[str, SubmissionCase] = {}
@@ -152,7 +161,7 @@ def load_submission(
             f"{SUBMISSION_CSV}: {len(missing_ids)} test id(s) missing: {shown}{more}. "
             f"Write one row per test case."
         )
-    to_check = [cases[i] for i in sorted(cases)] if check_files else []
+    to_check = [cases[i] for i in sorted(cases)] if file_checks else []
     checked = map_cases(
         functools.partial(_check_case, task, context),
         to_check,
@@ -165,7 +174,7 @@ def load_submission(
     if reasons:
         raise InvalidSubmission(reasons.as_list())
     submission = LoadedSubmission(folder=folder, cases=cases, warnings=warnings.as_list())
-    check_submission = task.function("check_submission")
+    check_submission = task.function("check_submission") if file_checks else None
     across = check_submission(submission, context) if check_submission is not None else []
     if across:
         raise InvalidSubmission(list(across))
@@ -381,7 +390,7 @@ def load_gold(task: Task, dirs: TaskDirs, *, workers: int) -> LoadedSubmission:
         HarnessError: gold is not a valid submission (a broken preparation).
     """
     try:
-        return load_submission(task, dirs.gold, dirs.public, workers=workers, check_files=False)
+        return load_submission(task, dirs.gold, dirs.public, workers=workers, file_checks=False)
     except InvalidSubmission as err:
         msg = f"{task.id}: private/gold is not a valid submission (broken preparation?): {err}"
         raise HarnessError(msg) from err

@@ -35,8 +35,10 @@ from rexmle.runner.trees import (
 DataMode = Literal["link", "copy"]
 
 BASE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-PASSED_THROUGH = ("LANG", "LC_ALL", "TZ", "TERM")
-"""Harmless host variables every agent gets when they are set."""
+PASSED_THROUGH = ("LANG", "LC_ALL", "TZ", "TERM", "OPENBLAS_CORETYPE")
+"""Harmless host variables every agent gets when they are set. ``OPENBLAS_CORETYPE`` picks
+OpenBLAS's kernels, whose last bits differ: with the grader's choice, ``data/score.py`` in the
+sandbox gives the grader's exact values."""
 
 RULES = """\
 # ReX-MLE task `{task_id}`
@@ -350,7 +352,9 @@ def agent_env(
 ) -> dict[str, str]:
     """The complete environment of an agent: built from scratch, never the harness's own.
 
-    The host's ``PATH`` is kept after the interpreter's folder; variables named in ``pass_env``
+    ``HARNESS_PYTHON`` names the harness's interpreter (each sandbox shows it at its own path, or
+    the image's), which ``data/score.py`` uses to run the grader's metrics. The host's ``PATH``
+    is kept after the interpreter's folder; variables named in ``pass_env``
     (API keys) are copied when set; nothing points to the data root (no ``REXMLE_*``).
     """
     import sys
@@ -369,6 +373,7 @@ def agent_env(
         "VALIDATION_URL": validation_url,
         "TASK_ID": task_id,
         "SEED": str(seed),
+        "HARNESS_PYTHON": sys.executable,
     }
     for name in (*PASSED_THROUGH, *pass_env):
         value = os.environ.get(name)

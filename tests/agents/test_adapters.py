@@ -216,6 +216,7 @@ def test_rdagent_paper_preset_command_line_environment_and_files(workspace, tmp_
         "DS_LOCAL_DATA_PATH": str(rd_data),
         "DS_SCEN": "rdagent.scenarios.data_science.scen.DataScienceScen",
         "DS_IF_USING_MLE_DATA": "False",
+        "KG_IF_USING_MLE_DATA": "False",
         "DS_Coder_CoSTEER_ENV_TYPE": "conda",
         "DS_Runner_CoSTEER_ENV_TYPE": "conda",
         "CHAT_TEMPERATURE": "1",

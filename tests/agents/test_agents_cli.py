@@ -25,6 +25,9 @@ def test_list_shows_every_agent_and_whether_its_environment_is_installed(monkeyp
     assert by_id["aide"]["variant"] == "cpu"
     assert by_id["aide"]["path"].startswith(str(tmp_path / "agents" / "aide-cpu-"))
     assert by_id["ml-master"]["steps"] == 5000
+    assert {by_id[a]["selection"] for a in ("aide", "ml-master", "rdagent")} == {"best-valid"}
+    assert by_id["rdagent"]["scenario"] == "data-science"
+    assert by_id["aide"]["scenario"] is None
     assert "environment" not in by_id["dummy"]
 
 

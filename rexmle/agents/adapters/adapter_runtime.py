@@ -15,6 +15,10 @@ validation server (format only, never a score) and, when it is valid and the age
 validation metric is at least as good as the best so far, replaces ``submission/`` with it.
 So a run stopped at its time limit still leaves the best valid submission found until then.
 
+That is the ``best-valid`` selection policy. Under ``study`` (the published study's choice, see
+:data:`rexmle.agents.registry.SelectionPolicy`) each adapter hands its agent's own pick to
+:meth:`BestSubmission.take`, which puts it into ``submission/`` unchecked, as the study did.
+
 Exit codes: the agent's own, or 2 when the adapter cannot start it (no gateway, bad config).
 """
 
@@ -36,6 +40,21 @@ from pathlib import Path
 
 EXIT_SETUP = 2
 SNAPSHOTS = "candidates"
+SELECTION_POLICIES = ("study", "best-valid")
+"""The ``selection`` values of the adapter config (``best-valid`` when absent)."""
+
+
+def selection_policy(config: dict[str, object]) -> str:
+    """The run's selection policy.
+
+    Raises:
+        AdapterError: an unknown value.
+    """
+    policy = str(config.get("selection") or "best-valid")
+    if policy not in SELECTION_POLICIES:
+        msg = f"selection must be one of {SELECTION_POLICIES}, not {policy!r}"
+        raise AdapterError(msg)
+    return policy
 
 
 class AdapterError(RuntimeError):
@@ -252,9 +271,30 @@ class BestSubmission:
             self._log(label, metric, kept=True)
             return True
 
-    def _log(self, label: str, metric: float | None, *, kept: bool) -> None:
+    def take(self, candidate: Path, *, label: str) -> None:
+        """Make ``submission/`` exactly a copy of ``candidate``, unchecked (the ``study`` policy).
+
+        A candidate without ``submission.csv`` is taken too: the study graded whatever the
+        agent's folder held.
+        """
+        with self._lock:
+            self.n_offered += 1
+            snapshot = self.output_dir / SNAPSHOTS / f"{self.n_offered:04d}"
+            replace_folder_contents(candidate, snapshot)
+            replace_folder_contents(snapshot, self.submission_dir)
+            shutil.rmtree(snapshot, ignore_errors=True)
+            self.n_kept += 1
+            self._log(label, None, kept=True, checked=False)
+
+    def _log(self, label: str, metric: float | None, *, kept: bool, checked: bool = True) -> None:
         self.output_dir.mkdir(parents=True, exist_ok=True)
-        line = {"time": time.time(), "candidate": label, "metric": metric, "kept": kept}
+        line = {
+            "time": time.time(),
+            "candidate": label,
+            "metric": metric,
+            "kept": kept,
+            "checked": checked,
+        }
         with open(self.output_dir / "submissions.jsonl", "a", encoding="utf-8") as handle:
             handle.write(json.dumps(line) + "\n")
 
@@ -301,6 +341,20 @@ def gather_submission(csv_file: Path, target: Path) -> int:
         (target / relative).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(csv_file.parent / relative, target / relative)
     return len(relatives)
+
+
+def tree_stamp(root: Path) -> tuple[tuple[str, int, int], ...]:
+    """(relative path, size, mtime in ns) of every regular file under ``root``, sorted."""
+    if not root.is_dir():
+        return ()
+    return tuple(
+        sorted(
+            (path.relative_to(root).as_posix(), info.st_size, info.st_mtime_ns)
+            for path in root.rglob("*")
+            if path.is_file() and not path.is_symlink()
+            for info in (path.stat(),)
+        )
+    )
 
 
 def copy_into(source: Path, target: Path) -> None:

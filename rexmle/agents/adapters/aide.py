@@ -13,6 +13,11 @@ Run inside AIDE's environment: ``python aide.py CONFIG.json`` (see ``adapter_run
 - Best submission: after each step AIDE writes ``logs/<i>-exp/journal.json``; when its newest
   node is not buggy and has a metric, the ``submission.csv`` in its ``working/`` folder (with
   the files it names) is offered to :class:`BestSubmission` with that metric and direction.
+- Selection ``study`` (the published study's): whatever AIDE last wrote is graded, unchecked:
+  the contents of its workspace's ``submission/`` folder when that folder exists, else
+  ``working/submission.csv`` alone (the study copied that CSV without the files it names).
+  The choice is refreshed whenever those files change, so a run stopped at its limit keeps
+  the last one written.
 - Collected into ``agent_output/``: ``journal.json``, ``best_solution.py``, ``config.yaml``,
   ``tree_plot.html`` and AIDE's log files.
 """
@@ -78,8 +83,42 @@ class AideResults:
         self.best = best
         self.seen_nodes = 0
         self.journal_mtime = 0
+        self.policy = runtime.selection_policy(config)
+        self.taken: object = None
 
     def poll(self) -> None:
+        """Follow the run's selection policy (see the module docstring)."""
+        if self.policy == "study":
+            self.poll_last_written()
+        else:
+            self.poll_best_valid()
+
+    def poll_last_written(self) -> None:
+        """Take AIDE's ``submission/`` folder, else ``working/submission.csv``, when it changed."""
+        workspace = runtime.newest_folder(self.work / "workspaces", f"*-{EXP_NAME}")
+        if workspace is None:
+            return
+        folder = workspace / "submission"
+        csv_file = workspace / "working" / "submission.csv"
+        if folder.is_dir():
+            stamp: tuple[object, ...] = ("submission", runtime.tree_stamp(folder))
+            if stamp == self.taken:
+                return
+            candidate = folder
+        elif csv_file.is_file():
+            info = csv_file.stat()
+            stamp = ("working", info.st_size, info.st_mtime_ns)
+            if stamp == self.taken:
+                return
+            candidate = self.output / "candidate"
+            runtime.replace_folder_contents(self.output / "empty", candidate)
+            runtime.copy_into(csv_file, candidate / "submission.csv")
+        else:
+            return
+        self.taken = stamp
+        self.best.take(candidate, label=f"aide last written ({stamp[0]})")
+
+    def poll_best_valid(self) -> None:
         """Offer the newest node's submission when the journal grew and that node is good."""
         logs = runtime.newest_folder(self.work / "logs", f"*-{EXP_NAME}")
         workspace = runtime.newest_folder(self.work / "workspaces", f"*-{EXP_NAME}")

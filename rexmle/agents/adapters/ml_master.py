@@ -20,7 +20,8 @@ Its source (the pinned commit of the paper authors' fork) lies read-only in the 
   plus a dead fallback it only tries after that one.
 - Best submission: ML-Master keeps its best node's submission in
   ``workspaces/<exp>/best_submission/`` (``node_id.txt`` names the node); each new best is
-  offered to :class:`BestSubmission` (the agent's own choice: no metric comparison).
+  offered to :class:`BestSubmission` (the agent's own choice: no metric comparison). Under the
+  ``study`` selection it is taken as it is, unchecked, as the study copied it.
 - It exits 1 from a logging error at the very end even after success: the harness judges the
   submission, not that exit code.
 - Collected into ``agent_output/``: its logs folder (journal, best solution, tree).
@@ -213,6 +214,7 @@ class MlMasterResults:
         self.output = Path(str(config["output_dir"]))
         self.best = best
         self.last_node: str | None = None
+        self.policy = runtime.selection_policy(config)
 
     def poll(self) -> None:
         """Offer ``best_submission/`` when its node changed."""
@@ -228,6 +230,9 @@ class MlMasterResults:
         if stamp == self.last_node:
             return
         self.last_node = stamp
+        if self.policy == "study":
+            self.best.take(folder, label=f"ml-master best_submission {node}")
+            return
         candidate = self.output / "candidate"
         runtime.gather_submission(folder / "submission.csv", candidate)
         self.best.offer(candidate, metric=None, lower_is_better=None, label=f"ml-master {node}")
