@@ -72,7 +72,7 @@ def leaderboard_scores(task_id: str) -> list[float]:
     from rexmle.tasks.registry import get_task
 
     headline = get_task(task_id).headline
-    values = [float(v) for v in load_leaderboard(task_id).rows[headline.key].dropna()]
+    values = [float(v) for v in load_leaderboard(task_id).column(headline.key)]
     return sorted(values, reverse=headline.higher_is_better)
 
 

@@ -28,7 +28,8 @@ import numpy as np
 import pandas as pd
 
 from rexmle.report.collect import RunResult
-from rexmle.report.render import Appendix, _html_table, _markdown_table
+from rexmle.report.htmlpage import html_table
+from rexmle.report.render import Appendix, _markdown_table
 from rexmle.report.runtable import TABLE_KEY, run_table
 from rexmle.report.tables import FAIL, TableKey, key_label, split_by_key, task_order
 from rexmle.tasks.definitions import ERRATA_DOC, STUDY_SOURCE
@@ -202,7 +203,7 @@ def comparison_html(tables: Sequence[tuple[TableKey, pd.DataFrame]], *, study: b
         level = 2 if number == 0 else 3
         parts.append(f"<h{level}>{html.escape(heading)}</h{level}>")
         if isinstance(item, pd.DataFrame):
-            parts.append(_html_table(item))
+            parts.append(html_table(item))
         elif item:
             parts.append(f"<p>{html.escape(item)}</p>")
     return "".join(parts)

@@ -11,7 +11,7 @@
 
 from __future__ import annotations
 
-from typing import Literal, cast, get_args
+from typing import Literal, get_args
 
 from rexmle.errors import SpecError
 
@@ -36,4 +36,4 @@ def parse_definitions(name: str) -> DefinitionSet:
     if name not in DEFINITION_SETS:
         msg = f"unknown definition set {name!r}; known sets: {', '.join(DEFINITION_SETS)}"
         raise SpecError(msg)
-    return cast(DefinitionSet, name)
+    return name
