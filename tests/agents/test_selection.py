@@ -185,7 +185,7 @@ def test_rdagent_study_takes_the_newest_loops_sota_experiment(server, prepared_m
 def test_leaderboard_scores_put_the_best_first():
     for task_id in ("isles22", "ldct-iqa", "usenhance"):
         headline = get_task(task_id).headline
-        values = load_leaderboard(task_id).rows[headline.key].dropna().tolist()
+        values = load_leaderboard(task_id).column(headline.key).tolist()
         scores = leaderboard_scores(task_id)
         assert sorted(scores) == sorted(values)
         best = max(values) if headline.higher_is_better else min(values)

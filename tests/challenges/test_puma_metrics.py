@@ -282,7 +282,7 @@ def test_bulk_parsing_gives_exactly_the_polygon_centroid(tmp_path) -> None:
 # --- the study's definitions (docs/study-errata.md, puma-track1-task2, puma-track2-task2) -------
 
 
-def _square(x: float, y: float, name: str) -> dict:
+def _corner_square(x: float, y: float, name: str) -> dict:
     return {"name": name, "path_points": [[x, y], [x + 4, y], [x + 4, y + 4], [x, y + 4]]}
 
 
@@ -318,7 +318,11 @@ def test_study_track1_perfect_prediction_loses_the_tils(tmp_path) -> None:
 
     folder = _nuclei_case(
         tmp_path,
-        [_square(10, 10, "tumor"), _square(100, 100, "TILs"), _square(200, 10, "other")],
+        [
+            _corner_square(10, 10, "tumor"),
+            _corner_square(100, 100, "TILs"),
+            _corner_square(200, 10, "other"),
+        ],
         [
             ("nuclei_tumor", "Polygon"),
             ("nuclei_lymphocyte", "Polygon"),
@@ -343,7 +347,11 @@ def test_study_track2_drops_multipolygon_nuclei_from_the_gold(tmp_path) -> None:
 
     folder = _nuclei_case(
         tmp_path,
-        [_square(10, 10, "tumor"), _square(100, 100, "tumor"), _square(140, 100, "tumor")],
+        [
+            _corner_square(10, 10, "tumor"),
+            _corner_square(100, 100, "tumor"),
+            _corner_square(140, 100, "tumor"),
+        ],
         [
             ("nuclei_tumor", "Polygon"),
             ("nuclei_tumor", "MultiPolygon"),

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pandas as pd
+import numpy as np
 import pytest
 
 from rexmle.errors import SpecError
@@ -37,10 +37,13 @@ STUDY_TASKS = {
 
 def _board() -> Leaderboard:
     # rows among themselves: A (1, 1, 2) -> 4/3, B (2, 2, 1) -> 5/3, C (3, 3, 3) -> 3
-    rows = pd.DataFrame(
-        {"team": ["A", "B", "C"], "m1": [0.9, 0.8, 0.7], "m2": [0.9, 0.8, 0.7], "m3": [5, 4, 6]}
+    values = {"m1": [0.9, 0.8, 0.7], "m2": [0.9, 0.8, 0.7], "m3": [5.0, 4.0, 6.0]}
+    return Leaderboard(
+        "t",
+        ("A", "B", "C"),
+        {m: np.array(v) for m, v in values.items()},
+        {"m1": "higher", "m2": "higher", "m3": "lower"},
     )
-    return Leaderboard("t", rows, {"m1": "higher", "m2": "higher", "m3": "lower"})
 
 
 def test_exactly_the_thirteen_differing_tasks_declare_study_functions() -> None:
