@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -113,18 +112,29 @@ def test_a_header_refusal_is_its_own_class_and_skips_the_geometry(bomb_runs) -> 
     assert "declares shape (1024, 1024, 1024)" in swapper.geometry.detail
 
 
+_MEASURE = (
+    "import os, subprocess, sys\n"
+    "child = subprocess.Popen(sys.argv[2:], stdout=open(sys.argv[1], 'wb'), stderr=subprocess.STDOUT)\n"
+    "_, status, usage = os.wait4(child.pid, 0)\n"
+    "print(os.waitstatus_to_exitcode(status), usage.ru_maxrss)\n"
+)
+"""Run a command from a small fresh interpreter and print its exit status and peak RSS (KiB).
+
+A child forked straight from the test process would count the test process's own pages (a
+forked process shares them until it executes the command) in its peak resident set."""
+
+
 def _peak_rss_mib(argv: list[str], log: Path) -> tuple[int, float]:
     """Run ``argv``; (exit status, its peak resident set in MiB, from wait4's rusage)."""
-    with log.open("wb") as out:
-        child = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
-        try:
-            _, status, usage = os.wait4(child.pid, 0)
-        except BaseException:
-            child.kill()
-            child.wait()
-            raise
-        child.returncode = os.waitstatus_to_exitcode(status)
-    return child.returncode, usage.ru_maxrss / 1024  # ru_maxrss is in KiB on Linux
+    done = subprocess.run(
+        [sys.executable, "-c", _MEASURE, str(log), *argv],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+        check=True,
+    )
+    code, peak_kib = done.stdout.split()
+    return int(code), int(peak_kib) / 1024  # ru_maxrss is in KiB on Linux
 
 
 @pytest.mark.parametrize("command", ["analyze", "report"])
