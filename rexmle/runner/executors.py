@@ -124,6 +124,9 @@ def batch_gateway(jobs: Sequence[RunJob], settings: RunSettings) -> Gateway | No
     """
     from rexmle.llm.run_setup import plan_gateway
 
+    groups = {job.group for job in jobs}
+    # the log lives with the runs it served: their group's folder when they share one
+    log_dir = settings.runs_dir / groups.pop() if len(groups) == 1 else settings.runs_dir
     gateway: Gateway | None = None
     for spec in {job.config.agent.id: job.config.agent for job in jobs}.values():
         planned = plan_gateway(
@@ -132,7 +135,7 @@ def batch_gateway(jobs: Sequence[RunJob], settings: RunSettings) -> Gateway | No
             every_run=settings.llm_for_every_run,
             budget_usd=settings.llm_budget_usd,
             max_calls_per_minute=settings.llm_max_calls_per_minute,
-            log_path=settings.runs_dir / "llm_gateway.log",
+            log_path=log_dir / "llm_gateway.log",
         )
         gateway = gateway or planned
     return gateway
