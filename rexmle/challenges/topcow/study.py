@@ -20,7 +20,7 @@ from rexmle.io import read_image
 from rexmle.metrics.boxes import enlarged_box_iou
 from rexmle.metrics.lesions import DetectionOutcome, label_detection
 from rexmle.metrics.overlap import per_label_dice
-from rexmle.metrics.surface import surface_distances
+from rexmle.metrics.surface import hausdorff_distance_95
 from rexmle.metrics.topology import cldice, per_label_b0_error
 from rexmle.tasks.jobs import ScoreCase
 from rexmle.tasks.rows import CaseRow, CaseValue
@@ -61,12 +61,14 @@ STUDY_SURFACE_CONNECTIVITY = 6
 
 
 def _directed_hd95(pred: np.ndarray, truth: np.ndarray, spacing_mm: Sequence[float]) -> float:
-    if not pred.any() or not truth.any():
-        return HD95_ABSENT_MM
-    distances = surface_distances(
-        pred, truth, spacing_mm=spacing_mm, surface_connectivity=STUDY_SURFACE_CONNECTIVITY
+    return hausdorff_distance_95(
+        pred,
+        truth,
+        spacing_mm=spacing_mm,
+        absent_value_mm=HD95_ABSENT_MM,
+        directed=True,
+        surface_connectivity=STUDY_SURFACE_CONNECTIVITY,
     )
-    return distances.hausdorff_mm(95.0, directed=True)
 
 
 def score_segmentation_study(
