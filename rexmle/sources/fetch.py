@@ -642,7 +642,8 @@ def _take_local(
     never goes online. A file not found by name is recognised by content (`recognise`).
     """
     checksums, sizes = _expectations(job)
-    found = _locate_local(job, from_dir, checksums, sizes, declared).path
+    match = _locate_local(job, from_dir, checksums, sizes, declared)
+    found = match.path
     if not any(checksums.values()) and not allow_unpinned:
         msg = (
             f"{job.context}: {found} cannot be verified offline because the task YAML pins no "
@@ -679,6 +680,7 @@ def _take_local(
         licence=job.source.licence,
         path=str(found.resolve()),
         outcome="from_dir",
+        found_by=match.how,
     )
 
 

@@ -48,6 +48,12 @@ def member_names(archive: Path) -> list[str]:
     return []
 
 
+def _first_member(names: list[str], pattern: str) -> str | None:
+    """The first member matching ``pattern``, a file before a folder entry (``.../``)."""
+    matching = [n for n in names if fnmatch.fnmatch(n, pattern)]
+    return next((n for n in matching if not n.endswith("/")), next(iter(matching), None))
+
+
 def _files_in(folders: Iterable[Path], skip: set[str]) -> list[Path]:
     found: list[Path] = []
     for folder in folders:
@@ -103,7 +109,7 @@ def recognise_by_content(
         if known_sizes and path.stat().st_size not in known_sizes:
             continue
         names = member_names(path)
-        hits = [next((n for n in names if fnmatch.fnmatch(n, pattern)), None) for pattern in holds]
+        hits = [_first_member(names, pattern) for pattern in holds]
         if names and all(hits):
             matches.append((path, hits))
     if len(matches) > 1:
