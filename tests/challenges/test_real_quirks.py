@@ -173,6 +173,12 @@ def test_isles22_prepares_the_empty_mask_cases(tmp_path: Path) -> None:
         ("usenhance", "train_datasets/breast 4, train_datasets/carotid 4"),
         ("topbrain-track2", "imagesTr_topbrain_ct 6, imagesTr_topbrain_mr 6 (total 12)"),
         ("ldct-iqa", "LDCTIQAG2023_train/image 12, LDCTIQAC_test/images 6"),
+        ("seg_a", "Dongyang 3, KiTS 3, Rider 3 (total 9)"),
+        ("isles22", "ISLES-2022/derivatives 10 (total 10)"),
+        ("dentex", "training_data/quadrant-enumeration-disease/xrays 20"),
+        ("neurips-cellseg", "Training-labeled 12, Tuning 4 (total 16)"),
+        ("topcow-track2-task1", "imagesTr (topcow_mr_*) 6"),
+        ("panther-task2", "LabelsTr (task 2) 10"),
     ],
 )
 def test_a_count_mismatch_names_the_folder_counts_and_the_declaration(

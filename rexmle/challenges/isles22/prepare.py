@@ -97,6 +97,7 @@ def prepare(job: PrepareJob) -> Split:
         train=[k.split("_ses-")[0] for k in by_key.train],
         test=[k.split("_ses-")[0] for k in by_key.test],
         rule=by_key.rule,
+        found={"ISLES-2022/derivatives": len(cases)},
     )
     public_dir, gold_dir = job.public, job.gold
     train_dir, test_dir = public_dir / "train", public_dir / "test"
