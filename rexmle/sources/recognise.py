@@ -48,9 +48,19 @@ def member_names(archive: Path) -> list[str]:
     return []
 
 
+HOLDS_ALTERNATIVES = "|"
+"""Separates alternatives in one ``holds`` pattern: ``A|B`` is met by a member matching either."""
+
+
+def holds_text(pattern: str) -> str:
+    """A ``holds`` pattern as a message names it: ``'A'`` or ``'A' or 'B'``."""
+    return " or ".join(repr(p) for p in pattern.split(HOLDS_ALTERNATIVES))
+
+
 def _first_member(names: list[str], pattern: str) -> str | None:
-    """The first member matching ``pattern``, a file before a folder entry (``.../``)."""
-    matching = [n for n in names if fnmatch.fnmatch(n, pattern)]
+    """The first member matching ``pattern`` or one of its alternatives, files before folders."""
+    alternatives = pattern.split(HOLDS_ALTERNATIVES)
+    matching = [n for n in names if any(fnmatch.fnmatch(n, a) for a in alternatives)]
     return next((n for n in matching if not n.endswith("/")), next(iter(matching), None))
 
 
@@ -78,8 +88,8 @@ def recognise_by_content(
     """The one file in ``folders`` (not recursive) whose content is that of the task file.
 
     With a known checksum, a file must match it and every known size; else, with ``holds``, an
-    archive must hold a member matching each pattern. Names in ``skip`` (other declared files)
-    are not considered.
+    archive must hold a member matching each pattern (``A|B``: either alternative). Names in
+    ``skip`` (other declared files) are not considered.
 
     Returns:
         The match, or None when nothing is known about the content or nothing matches.
