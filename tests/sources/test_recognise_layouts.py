@@ -3,7 +3,9 @@
 LDCT-IQA's test archive is known in two layouts (``LDCTIQAC_test/test.json`` or an organiser-style
 ``test-ground-truth.json``); its ``holds`` pattern names both as alternatives, so a renamed copy
 of either is found, and the renamed training archive beside it is never taken for it. What was
-matched is recorded per file in the raw folder's sources record.
+matched is recorded per file in the raw folder's sources record. PUMA's three archives are
+known with and without their top folders (torch-em read both nestings over the record's
+versions); each renamed archive is told from the other two by its members in either nesting.
 """
 
 from __future__ import annotations
@@ -96,3 +98,41 @@ def test_without_a_test_archive_it_says_both_layouts_it_looked_for(tmp_path: Pat
     assert "test_dataset.zip" in message
     assert "not found in from_dir" in message
     assert "a member matching 'LDCTIQAC_test/test.json' or '*test-ground-truth.json'" in message
+
+
+PUMA = "puma-track1-task1"
+PUMA_KINDS = {
+    "01_training_dataset_tif_ROIs.zip": ("01_training_dataset_tif_ROIs", ".tif"),
+    "01_training_dataset_geojson_tissue.zip": ("01_training_dataset_geojson_tissue", "_tissue"),
+    "01_training_dataset_geojson_nuclei.zip": ("01_training_dataset_geojson_nuclei", "_nuclei"),
+}
+
+
+@pytest.mark.usefixtures("offline")
+@pytest.mark.parametrize("top_folders", [True, False])
+def test_renamed_puma_archives_are_told_apart_with_or_without_their_top_folders(
+    tmp_path: Path, top_folders: bool
+) -> None:
+    tree = tmp_path / "tree"
+    load_task(PUMA).make_fixture(tree, seed=0)
+    shared = tmp_path / "downloads"
+    shared.mkdir()
+    files = sorted(p for p in tree.rglob("*") if p.is_file())
+    for n, (_name, (top, marker)) in enumerate(sorted(PUMA_KINDS.items())):
+        with zipfile.ZipFile(shared / f"download ({n}).zip", "w") as zf:
+            for path in (p for p in files if marker in p.name):
+                zf.write(path, f"{top}/{path.name}" if top_folders else path.name)
+    manifest = fetch_task_raw(
+        get_task(PUMA),
+        tmp_path / "raw",
+        from_dir=shared,
+        allow_unpinned=True,
+        published_checksums=False,
+        progress=False,
+    )
+    taken = {f.name: f.found_by or "" for f in manifest.files}
+    assert set(taken) == set(PUMA_KINDS)
+    for name, (top, marker) in PUMA_KINDS.items():
+        assert marker in taken[name], (name, taken[name])
+        assert (f"'{top}/" in taken[name]) == top_folders
+    assert len({Path(f.path).name for f in manifest.files}) == 3
