@@ -182,6 +182,7 @@ class SharedGateway(Gateway):
         folder.mkdir(mode=0o700, exist_ok=True)
         (folder / "leases").mkdir(mode=0o700, exist_ok=True)
         self.folder = folder
+        self.log_path = folder / "proxy.log"
         with _locked(folder):
             me = os.getpid()
             self.lease = folder / "leases" / f"{me}-{_start_time(me)}-{secrets.token_hex(4)}"

@@ -66,6 +66,7 @@ RUN_OPTION_ROLES: dict[str, OptionRole] = {
     "llm": "settings",
     "llm_budget_usd": "settings",
     "llm_max_calls_per_minute": "settings",
+    "llm_shared_gateway": "settings",
     "experiment": "invocation",
     "condition": "invocation",
     "retry_failed": "invocation",
@@ -180,6 +181,7 @@ def settings_from_flags(given: dict[str, object], experiment: Experiment) -> Run
         llm_for_every_run=bool(given["llm"]) or llm_config is not None,
         llm_budget_usd=given["llm_budget_usd"],  # type: ignore[arg-type]
         llm_max_calls_per_minute=given["llm_max_calls_per_minute"],  # type: ignore[arg-type]
+        llm_gateway_shared=bool(given["llm_shared_gateway"]),
     )
 
 
@@ -284,6 +286,14 @@ def run(
     llm_max_calls_per_minute: Annotated[
         int | None, typer.Option("--llm-max-calls-per-minute", min=1, help="LLM calls per run.")
     ] = None,
+    llm_shared_gateway: Annotated[
+        bool,
+        typer.Option(
+            "--llm-shared-gateway",
+            help="Share one LLM gateway with this user's other rexmle processes on the node "
+            "(same config and keys); each run keeps its own token, budget and usage log.",
+        ),
+    ] = False,
     experiment: Annotated[
         str | None,
         typer.Option("--experiment", help="Experiment file (YAML) or preset (paper-grid)."),

@@ -136,6 +136,7 @@ def batch_gateway(jobs: Sequence[RunJob], settings: RunSettings) -> Gateway | No
             budget_usd=settings.llm_budget_usd,
             max_calls_per_minute=settings.llm_max_calls_per_minute,
             log_path=log_dir / "llm_gateway.log",
+            shared=settings.llm_gateway_shared,
         )
         gateway = gateway or planned
     return gateway

@@ -163,6 +163,8 @@ class SettingsRecord(BaseModel):
     llm_budget_usd: float | None
     """The per-run LLM budget given for the whole batch (a run's own is ``config``'s)."""
     llm_max_calls_per_minute: int | None
+    llm_gateway_shared: bool = False
+    """The runs shared the node's gateway with other rexmle processes (own token and limits)."""
     keep_data: bool
 
 
