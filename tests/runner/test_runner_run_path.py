@@ -106,6 +106,7 @@ def test_every_settings_option_reaches_the_run_settings(tmp_path: Path):
         "llm": False,
         "llm_budget_usd": None,
         "llm_max_calls_per_minute": None,
+        "llm_shared_gateway": False,
     }
     changed: dict[str, object] = {
         "runs_dir": tmp_path / "elsewhere",
@@ -118,6 +119,7 @@ def test_every_settings_option_reaches_the_run_settings(tmp_path: Path):
         "llm": True,
         "llm_budget_usd": 0.5,
         "llm_max_calls_per_minute": 7,
+        "llm_shared_gateway": True,
     }
     settings_options = {n for n, role in RUN_OPTION_ROLES.items() if role == "settings"}
     assert settings_options == set(defaults)
