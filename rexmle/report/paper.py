@@ -27,7 +27,7 @@ from importlib import resources
 import numpy as np
 import pandas as pd
 
-from rexmle.report.collect import RunResult
+from rexmle.records.results import RunResult
 from rexmle.report.htmlpage import html_table
 from rexmle.report.render import Appendix, _markdown_table
 from rexmle.report.runtable import TABLE_KEY, run_table
