@@ -3,7 +3,7 @@
 ::
 
     with SharedGateway(load_llm_config(path)) as gateway:   # attaches, or starts the keeper
-        with gateway.open_run("run-id", run_folder, socket_dir, limits=...) as link:
+        with gateway.open_run("run-id", run_folder, limits=...) as link:
             ...                                              # as with :class:`Gateway`
 
 The gateway of a config lives in ``<runtime>/gateway-<key>/`` (:func:`runtime_dir`, private to

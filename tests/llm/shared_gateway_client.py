@@ -33,9 +33,7 @@ def main() -> None:
     config_path, folder, budget = Path(sys.argv[1]), Path(sys.argv[2]), float(sys.argv[3])
     gateway = SharedGateway(load_llm_config(config_path)).start()
     assert gateway.keeper is not None
-    link = gateway.register(
-        folder.name, folder, socket_dir=folder, limits=Limits(budget_usd=budget)
-    )
+    link = gateway.register(folder.name, folder, limits=Limits(budget_usd=budget))
     hello = {"port": gateway.port, "keeper": gateway.keeper.pid, "token": link.token}
     print(json.dumps({**hello, "startup_s": gateway.startup_s}), flush=True)
     for line in sys.stdin:
