@@ -14,8 +14,11 @@ using it, named ``<pid>-<start time>-<random>``) and ``proxy.log``.
 
 - The key is a SHA-256 over everything that decides what the proxy does: its ``config.yaml``,
   the hook's settings, the text of the modules it loads, the gateway environment and the
-  SHA-256 of each provider key's value. Two processes share a gateway only when all of it is
-  equal; a different config, price, key or harness version gets its own.
+  SHA-256 of each provider key's value, and the Slurm job (``SLURM_JOB_ID``) it runs in. Two
+  processes share a gateway only when all of it is equal; a different config, price, key or
+  harness version gets its own. Slurm ends every process of a job with it (the keeper
+  included), so a gateway is never shared across jobs: one started by one array task would
+  stop under the runs of the others; the processes of one job share it.
 - The keeper (``python -P -m rexmle.llm.node_gateway FOLDER``, its own session) runs the proxy
   (killed with it), and every :data:`LEASE_POLL_S` drops the leases whose process is gone (pid
   and start time, so a reused pid does not count); once no lease is left for
@@ -90,6 +93,7 @@ def gateway_key(config: LlmConfig, environ: dict[str, str], python: Path) -> str
         "modules": {name: package.joinpath(name).read_text("utf-8") for name, _ in STATE_MODULES},
         "python": str(python),
         "keys": keys,
+        "slurm_job": environ.get("SLURM_JOB_ID"),
     }
     return hashlib.sha256(json.dumps(material, sort_keys=True).encode("utf-8")).hexdigest()[:24]
 

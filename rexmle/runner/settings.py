@@ -65,8 +65,8 @@ class RunSettings(BaseModel):
     """LLM calls per run and minute (None: the LLM config's)."""
     llm_gateway_shared: bool = False
     """The runs use the node's shared gateway (:mod:`rexmle.llm.node_gateway`), started by the
-    first of this user's rexmle processes with the same config and keys, stopped after the last;
-    otherwise this command (or Slurm array task) starts its own."""
+    first of this user's rexmle processes with the same config and keys (within one Slurm job),
+    stopped after the last; otherwise this command (or Slurm array task) starts its own."""
 
     def recorded(self) -> SettingsRecord:
         """The settings that can change a result, for ``run.json``.

@@ -139,6 +139,9 @@ def test_the_key_separates_configs_prices_and_provider_keys(tmp_path):
     assert gateway_key(dearer, environ, python) != key
     assert gateway_key(base, {STANDIN_KEY_ENV: "sk-other-key-0123456"}, python) != key
     assert gateway_key(base, environ, tmp_path / "other-python") != key
+    in_job = gateway_key(base, {**environ, "SLURM_JOB_ID": "41"}, python)
+    assert in_job != key
+    assert gateway_key(base, {**environ, "SLURM_JOB_ID": "42"}, python) != in_job
     assert "sk-one-key" not in key
 
 
