@@ -18,7 +18,7 @@ import pytest
 
 from rexmle.llm.config import parse_llm_config
 from rexmle.llm.gateway import GatewayError
-from rexmle.llm.node_gateway import RUNTIME_ENV, gateway_key, runtime_dir
+from rexmle.llm.node_gateway import RUNTIME_ENV, SharedGateway, gateway_key, runtime_dir
 from rexmle.llm.standin import Reply
 from rexmle.llm.usage import summarize_usage
 
@@ -153,3 +153,19 @@ def test_the_runtime_folder_must_be_private(tmp_path, monkeypatch):
     folder.chmod(0o755)
     with pytest.raises(GatewayError, match="open to other users"):
         runtime_dir()
+
+
+@pytest.mark.slow
+def test_a_killed_keeper_takes_its_proxy_along_and_its_runs_see_it(upstream, tmp_path, monkeypatch):
+    monkeypatch.setenv(RUNTIME_ENV, str(tmp_path / "runtime"))
+    monkeypatch.setenv(STANDIN_KEY_ENV, STANDIN_KEY)
+    gateway = SharedGateway(parse_llm_config(config_text(upstream.base_url), "test")).start()
+    try:
+        link = gateway.register("run", tmp_path)
+        assert link.check_gateway() is None
+        assert gateway.keeper is not None
+        os.kill(gateway.keeper.pid, signal.SIGKILL)
+        assert wait_until(lambda: not port_open(gateway.port)), "the proxy outlived its keeper"
+        assert "the LLM gateway exited" in (link.check_gateway() or "")
+    finally:
+        gateway.stop()
