@@ -31,10 +31,16 @@ _DOI = re.compile(r"^10\.\d{4,9}/\S+$")
 _URL = re.compile(r"^https?://[A-Za-z0-9.-]+\.[A-Za-z]{2,}(:\d+)?(/\S*)?$")
 
 SourceKind = Literal[
-    "summary paper", "dataset paper", "team paper", "team code", "challenge page", "leaderboard"
+    "summary paper",
+    "dataset paper",
+    "team paper",
+    "team code",
+    "organiser code",
+    "challenge page",
+    "leaderboard",
 ]
 """What a source is: the challenge's summary or dataset paper, the winning team's own paper or code, the
-challenge's web page, or its published leaderboard."""
+organisers' code, the challenge's web page, or its published leaderboard."""
 
 
 class _Strict(BaseModel):
@@ -244,3 +250,18 @@ def solution_writeup(task_id: str) -> SolutionWriteup:
         msg = f"{where}: no write-up for task {task_id!r} (it lists {', '.join(writeups)})"
         raise SpecError(msg)
     return writeups[task_id]
+
+
+def solution_writeup_if_written(task_id: str) -> SolutionWriteup | None:
+    """The write-up of ``task_id``, or None when its family has no ``solutions.yaml`` yet.
+
+    A new family (``rexmle dev new-challenge``) starts without write-ups; a file that exists but
+    is invalid or lacks the task still raises.
+
+    Raises:
+        SpecError: as :func:`solution_writeup`, except for a missing family file.
+    """
+    spec = get_task(task_id)
+    if not family_folder(spec.family).joinpath(SOLUTIONS_FILE).is_file():
+        return None
+    return solution_writeup(task_id)

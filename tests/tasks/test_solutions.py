@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rexmle.errors import SpecError
+from rexmle.tasks import solutions
 from rexmle.tasks.solutions import parse_solutions
 
 GOOD = """
@@ -75,3 +76,17 @@ def test_the_markdown_names_the_team_the_method_and_every_source() -> None:
     assert "Dice 0.9 on the hidden test set" in text
     assert "https://doi.org/10.1234/alpha.5" in text
     assert "https://toy.grand-challenge.org/" in text
+
+
+def test_a_family_without_a_file_has_none_and_a_broken_file_raises(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(solutions, "family_folder", lambda _family: tmp_path)
+    solutions.family_solutions.cache_clear()
+    try:
+        assert solutions.solution_writeup_if_written("isles22") is None
+        with pytest.raises(SpecError, match="no winning-solution write-ups"):
+            solutions.solution_writeup("isles22")
+        (tmp_path / "solutions.yaml").write_text("family: isles22\nwriteups: [", encoding="utf-8")
+        with pytest.raises(SpecError, match="not valid YAML"):
+            solutions.solution_writeup_if_written("isles22")
+    finally:
+        solutions.family_solutions.cache_clear()
