@@ -8,8 +8,8 @@
 
 The gateway of a config lives in ``<runtime>/gateway-<key>/`` (:func:`runtime_dir`, private to
 the user, 0700): ``lock`` (``flock``, held for every change below), ``config.json`` (the LLM
-config), ``keeper.json`` (the keeper's pid, written when it is started), ``state.json`` (port,
-state folder and aliases, written once the proxy answers), ``leases/`` (one file per process
+config), ``keeper.json`` (the keeper's pid, written when it is started), ``state.json`` (the
+proxy's port and state folder, written once it answers), ``leases/`` (one file per process
 using it, named ``<pid>-<start time>-<random>``) and ``proxy.log``.
 
 - The key is a SHA-256 over everything that decides what the proxy does: its ``config.yaml``,
@@ -47,8 +47,8 @@ from importlib import resources
 from pathlib import Path
 
 from rexmle.llm.config import LlmConfig
-from rexmle.llm.environment import install_gateway
-from rexmle.llm.gateway import STATE_MODULES, Gateway, GatewayError, Watched
+from rexmle.llm.environment import GatewayEnv, install_gateway
+from rexmle.llm.gateway import STARTUP_TIMEOUT_S, STATE_MODULES, Gateway, GatewayError, Watched
 from rexmle.llm.proxy_config import hook_settings, litellm_config, usable_models
 
 RUNTIME_ENV = "REXMLE_RUNTIME_DIR"
@@ -160,8 +160,19 @@ class SharedGateway(Gateway):
     the lease back; registering runs is :class:`Gateway`'s.
     """
 
-    def __init__(self, config: LlmConfig, **kwargs: object) -> None:
-        super().__init__(config, **kwargs)  # type: ignore[arg-type]
+    def __init__(
+        self,
+        config: LlmConfig,
+        *,
+        env: GatewayEnv | None = None,
+        startup_timeout_s: float = STARTUP_TIMEOUT_S,
+    ) -> None:
+        """Args:
+        config: providers, models, prices and the per-run limits this process registers.
+        env: the installed gateway environment (default: installed now if needed).
+        startup_timeout_s: how long to wait for the shared gateway to answer.
+        """
+        super().__init__(config, env=env, startup_timeout_s=startup_timeout_s)
         self.folder: Path | None = None
         self.lease: Path | None = None
         self.keeper: KeeperProcess | None = None
