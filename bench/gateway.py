@@ -10,6 +10,8 @@ the median of the N, the overheads with their range (min-max) beside it. A scrip
 - per-call overhead: the same chat completion (plain, then streamed) sent ``--calls`` times, one
   at a time on a kept-alive connection, directly to the stand-in and through a real gateway
   (LiteLLM proxy, metering callback writing usage lines): p50/p90 of both and their difference;
+  the same through the relay a sandboxed agent uses (127.0.0.1 port -> unix socket -> gateway
+  port, ``rexmle.runner.sandbox.shim``);
 - the gateway's start time (process start to first healthy answer) and its resident memory
   (proxy process group, after the calls);
 - the node's shared gateway (``rexmle.llm.node_gateway``, where the code has it): the time a
@@ -25,17 +27,20 @@ the median of the N, the overheads with their range (min-max) beside it. A scrip
 from __future__ import annotations
 
 import argparse
+import contextlib
 import http.client
 import json
 import math
 import os
 import platform
+import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -177,6 +182,9 @@ limits: {{budget_usd: 1000.0, max_calls_per_minute: 100000}}
                     upstream.port, "/v1/chat/completions", direct_body, os.environ[KEY_ENV], calls
                 )
                 through = timed_calls(gateway.port, "/v1/chat/completions", body, link.token, calls)
+                with relayed(gateway.port, Path(folder)) as relay_port:
+                    timed_calls(relay_port, "/v1/chat/completions", body, link.token, 5)
+                    relay = timed_calls(relay_port, "/v1/chat/completions", body, link.token, calls)
                 kind = "streamed" if stream else "plain"
                 for q in (0.5, 0.9):
                     d, g = percentile_ms(direct, q), percentile_ms(through, q)
@@ -184,6 +192,9 @@ limits: {{budget_usd: 1000.0, max_calls_per_minute: 100000}}
                     figures[f"{name}_direct_ms"] = d
                     figures[f"{name}_gateway_ms"] = g
                     figures[f"{name}_overhead_ms"] = g - d
+                    figures[f"relay_{name}_direct_ms"] = d
+                    figures[f"relay_{name}_gateway_ms"] = percentile_ms(relay, q)
+                    figures[f"relay_{name}_overhead_ms"] = percentile_ms(relay, q) - d
             assert gateway.process is not None
             figures["rss_mib"] = rss_mb(gateway.process.pid)
             figures.update(
@@ -191,6 +202,27 @@ limits: {{budget_usd: 1000.0, max_calls_per_minute: 100000}}
             )
         figures.update(shared_start(config, env))
     return figures
+
+
+@contextlib.contextmanager
+def relayed(port: int, folder: Path) -> Iterator[int]:
+    """A port that reaches ``port`` the way a sandboxed agent does: the sandbox side's TCP relay
+    to a unix socket, the host side's bridge from it to the gateway (both in this process).
+    """
+    from rexmle.runner.sandbox.shim import start_relay, start_unix_bridge
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        relay_port = int(probe.getsockname()[1])
+    path = folder / "relay.sock"
+    bridge = start_unix_bridge(path, port)
+    relay = start_relay(relay_port, path)
+    try:
+        yield relay_port
+    finally:
+        relay.close()
+        bridge.close()
+        path.unlink(missing_ok=True)
 
 
 def shared_start(config: Any, env: Any) -> dict[str, float]:
@@ -231,6 +263,10 @@ ROWS = (
     ("plain p90: direct / gateway / overhead (ms)", "plain_p90"),
     ("streamed p50: direct / gateway / overhead (ms)", "streamed_p50"),
     ("streamed p90: direct / gateway / overhead (ms)", "streamed_p90"),
+    ("plain p50 through the relay: direct / gateway / overhead (ms)", "relay_plain_p50"),
+    ("plain p90 through the relay: direct / gateway / overhead (ms)", "relay_plain_p90"),
+    ("streamed p50 through the relay: direct / gateway / overhead (ms)", "relay_streamed_p50"),
+    ("streamed p90 through the relay: direct / gateway / overhead (ms)", "relay_streamed_p90"),
 )
 
 
