@@ -291,7 +291,7 @@ def table(sides: dict[str, dict[str, float]], calls: int, repeats: int = 1) -> s
         cells = []
         for s in sides.values():
             spread = key + "_overhead_ms_min"
-            extra = f" ({s[spread]:.2f}-{s[key + '_overhead_ms_max']:.2f})" if spread in s else ""
+            extra = f" ({s[spread]:.2f}-{s[key + '_overhead_ms_max']:.2f})" if repeats > 1 else ""
             cells.append(
                 f"{s[key + '_direct_ms']:.2f} / {s[key + '_gateway_ms']:.2f} / "
                 f"**{s[key + '_overhead_ms']:.2f}**{extra}"
