@@ -27,7 +27,7 @@ from conftest import COPY_SAMPLE, marker_processes
 
 from rexmle.llm.standin import Reply
 from rexmle.records.runs import read_record
-from rexmle.runner.executor_slurm_cluster import ClusterError, LocalSlurmCluster, cluster_problem
+from tests.support.slurm_cluster import ClusterError, LocalSlurmCluster, cluster_problem
 
 pytestmark = pytest.mark.slow
 
