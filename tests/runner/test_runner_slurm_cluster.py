@@ -354,6 +354,42 @@ def test_a_plain_scancel_of_a_running_job_is_cancelled_and_runs_again(
     assert status_of(folder) == "completed"
 
 
+def test_slurms_time_limit_signal_is_recorded_cancelled_and_the_run_runs_again(
+    tmp_path: Path, dirs
+):
+    """``--signal=B:TERM@margin`` before the job's ``--time`` ends: the harness records the run
+    ``cancelled`` (not a failure) and the next ``rexmle run`` runs it again.
+    """
+    hold, agent = held_agent(tmp_path, "timelimit")
+    timed_dir = tmp_path / "timed"  # the same study (same runs), in a job of 3 minutes
+    timed_dir.mkdir()
+    timed = experiment(
+        timed_dir, "timelimit", str(agent), [0],
+        executor={
+            "kind": "slurm",
+            # TERM 90 s before the end of --time=3 (Slurm sends it up to 60 s early): 30-90 s
+            # after the start, while the held agent (limit 120 s) still runs
+            "slurm": {"cpus_per_task": 1, "mem_gb": 1, "grading_time_s": 120, "margin_s": 90,
+                      "extra_args": ["--time=3"]},
+        },
+    )  # fmt: skip
+    folder = dirs["runs"] / "timelimit" / "isles22" / "timelimit" / "seed-0"
+    assert rexmle("run", "--experiment", str(timed), "--no-wait", *common(dirs)).returncode == 0
+    wait_for(lambda: status_of(folder) == "running" and bool(marker_processes(str(hold))))
+    wait_for(lambda: status_of(folder) != "running", timeout_s=150)
+    record = read_record(folder)
+    assert record is not None
+    assert record.status == "cancelled", (record.status, record.error)
+    assert "cancelled while the agent ran" in (record.error or ""), record.error
+    assert record.timings_s.get("agent", 0.0) < 115  # the signal, not the agent's time limit
+    hold.unlink()
+    rerun = rexmle("run", "--experiment", str(experiment(tmp_path, "timelimit", str(agent), [0])),
+                   *common(dirs))  # fmt: skip
+    assert rerun.returncode == 0, rerun.stderr
+    assert "1 run(s) to submit" in rerun.stderr
+    assert status_of(folder) == "completed"
+
+
 def test_a_scancel_during_grading_is_cancelled_and_runs_again(
     tmp_path: Path, dirs, cluster: LocalSlurmCluster
 ):
