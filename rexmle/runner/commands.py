@@ -49,6 +49,7 @@ RUN_OPTION_ROLES: dict[str, OptionRole] = {
     "agent_cmd": "study",
     "agent_name": "study",
     "agent_env": "study",
+    "agent_dir": "study",
     "network": "study",
     "memory_limit_mb": "study",
     "model": "study",
@@ -73,6 +74,7 @@ RUN_OPTION_ROLES: dict[str, OptionRole] = {
     "no_wait": "invocation",
     "poll": "invocation",
     "dry_run": "invocation",
+    "force_config": "invocation",
 }
 """The role of every ``rexmle run`` option (see the module docstring)."""
 
@@ -134,6 +136,7 @@ def experiment_from_flags(study: dict[str, object]) -> Experiment:
         env=list(study["agent_env"] or []),  # type: ignore[call-overload]
         steps=study["steps"],  # type: ignore[arg-type]
         step_timeout_s=study["step_timeout"],  # type: ignore[arg-type]
+        dir=None if study["agent_dir"] is None else str(study["agent_dir"]),
     )
     group = str(study["group"] or "default")
     return Experiment(
@@ -231,6 +234,14 @@ def run(
     agent_env: Annotated[
         list[str] | None, typer.Option("--agent-env", help="Host variable to pass (repeatable).")
     ] = None,
+    agent_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--agent-dir",
+            help="Folder of the agent's own code: a read-only copy at $AGENT_DIR in the sandbox "
+            "(/agent; local sandbox: the copy's path), its content hash in the run config.",
+        ),
+    ] = None,
     network: Annotated[
         bool | None, typer.Option("--network/--no-network", help="Override the agent's network.")
     ] = None,
@@ -308,6 +319,14 @@ def run(
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Print the runs, GPU-hours and cost; run nothing.")
     ] = False,
+    force_config: Annotated[
+        bool,
+        typer.Option(
+            "--force-config",
+            help="Replace runs whose folder holds another config (e.g. the agent's code "
+            "changed): they run again and their results are overwritten.",
+        ),
+    ] = False,
 ) -> None:
     """Run an agent on tasks (resumable): workspaces, sandbox, validation server, grading.
 
@@ -320,6 +339,7 @@ def run(
     settings_flags = {n: given[n] for n, role in RUN_OPTION_ROLES.items() if role == "settings"}
     from rexmle.runner.executors import EXECUTORS, Invocation, plan
     from rexmle.runner.experiment import load_experiment, preset_condition
+    from rexmle.runner.preflight import preflight
     from rexmle.runner.run_tables import print_dry_run, print_unresolved_dry_run
 
     try:
@@ -349,6 +369,13 @@ def run(
             raise ValueError(msg)
         settings = settings_from_flags(settings_flags, chosen)
         recorded_name = chosen.name if experiment is not None else None
+        preflight(
+            chosen,
+            settings,
+            experiment=experiment,
+            recorded_name=recorded_name,
+            force_config=force_config,
+        )
         if dry_run:
             try:
                 batch = plan(
@@ -357,6 +384,7 @@ def run(
                     retry_failed=retry_failed,
                     recorded_name=recorded_name,
                     prepare=False,
+                    force_config=force_config,
                 )
             except RexmleError as error:
                 if experiment is None:
@@ -368,7 +396,13 @@ def run(
             print_dry_run(batch.all_jobs, batch.jobs, gpus_per_run=chosen.gpus_per_run)
             return
         with err.status("checking prepared data…"):
-            batch = plan(chosen, settings, retry_failed=retry_failed, recorded_name=recorded_name)
+            batch = plan(
+                chosen,
+                settings,
+                retry_failed=retry_failed,
+                recorded_name=recorded_name,
+                force_config=force_config,
+            )
     except (RexmleError, ValueError, RuntimeError) as error:
         raise _fail(error) from error
     for what, why in batch.not_implemented.items():
