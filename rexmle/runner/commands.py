@@ -192,25 +192,38 @@ def _given_study_flags(study: dict[str, object]) -> list[str]:
 
 def run(
     agent: Annotated[
-        str | None, typer.Option("--agent", help="Agent id (dummy, baseline, command) or YAML.")
+        str | None,
+        typer.Option(
+            "--agent",
+            help="Agent: dummy, baseline, command (with --agent-cmd), the LLM agents aide, "
+            "ml-master, rdagent (aide/MODEL: with that model), or a declaration's YAML path.",
+        ),
     ] = None,
     task: Annotated[list[str] | None, typer.Option("--task", help="Task id (repeatable).")] = None,
     suite: Annotated[
-        str | None, typer.Option("--suite", help="mini (20 mini tasks) or all.")
+        str | None,
+        typer.Option("--suite", help="mini (every task, mini data) or all (every task)."),
     ] = None,
     seeds: Annotated[
         int | None, typer.Option("--seeds", min=1, help="Seeds 0..N-1 per task (default 1).")
     ] = None,
     time_limit: Annotated[
-        float | None, typer.Option("--time-limit", min=1, help="Seconds per run (agent default).")
+        float | None,
+        typer.Option("--time-limit", min=1, help="Seconds per run (default: the agent's own)."),
     ] = None,
     executor: Annotated[
         str | None, typer.Option("--executor", help="local (default) or slurm.")
     ] = None,
-    runs_dir: Annotated[Path | None, typer.Option("--runs-dir", help="Default ./runs.")] = None,
-    data_dir: Annotated[Path | None, typer.Option("--data-dir", help="Data dir.")] = None,
+    runs_dir: Annotated[
+        Path | None,
+        typer.Option("--runs-dir", help="Runs dir (default: $REXMLE_RUNS_DIR or ./runs)."),
+    ] = None,
+    data_dir: Annotated[
+        Path | None,
+        typer.Option("--data-dir", help="Data dir (default: $REXMLE_DATA_DIR or ~/.cache/rexmle)."),
+    ] = None,
     mini: Annotated[
-        bool, typer.Option("--mini", help="Run on the mini data (prepared here).")
+        bool, typer.Option("--mini", help="Run on the mini data (prepared here when missing).")
     ] = False,
     concurrency: Annotated[
         int | None,
@@ -232,7 +245,11 @@ def run(
         str | None, typer.Option("--agent-name", help="Folder name of the agent's runs.")
     ] = None,
     agent_env: Annotated[
-        list[str] | None, typer.Option("--agent-env", help="Host variable to pass (repeatable).")
+        list[str] | None,
+        typer.Option(
+            "--agent-env",
+            help="Host variable passed into the sandbox (repeatable; provider keys refused).",
+        ),
     ] = None,
     agent_dir: Annotated[
         Path | None,
@@ -243,10 +260,19 @@ def run(
         ),
     ] = None,
     network: Annotated[
-        bool | None, typer.Option("--network/--no-network", help="Override the agent's network.")
+        bool | None,
+        typer.Option(
+            "--network/--no-network",
+            help="Network for the agent, outbound only (default: as its declaration says).",
+        ),
     ] = None,
     memory_limit_mb: Annotated[
-        int | None, typer.Option("--memory-limit-mb", min=1, help="RLIMIT_AS of the agent.")
+        int | None,
+        typer.Option(
+            "--memory-limit-mb",
+            min=1,
+            help="Memory of the agent's run in MiB (its cgroup; RLIMIT_AS where none can be made).",
+        ),
     ] = None,
     model: Annotated[
         str | None, typer.Option("--model", help="LLM agents: the model of every role.")
@@ -255,7 +281,8 @@ def run(
         int | None, typer.Option("--steps", min=1, help="LLM agents: search steps or loops.")
     ] = None,
     step_timeout: Annotated[
-        float | None, typer.Option("--step-timeout", min=1, help="LLM agents: s per script.")
+        float | None,
+        typer.Option("--step-timeout", min=1, help="LLM agents: seconds per executed script."),
     ] = None,
     grade_memory_mb: Annotated[
         int,
@@ -284,16 +311,32 @@ def run(
     ] = False,
     llm_config: Annotated[
         Path | None,
-        typer.Option("--llm-config", help="LLM gateway config (YAML); every run gets the gateway."),
+        typer.Option(
+            "--llm-config",
+            help="LLM gateway config (YAML: providers, models, prices, limits); every run gets "
+            "the gateway.",
+        ),
     ] = None,
     llm: Annotated[
         bool, typer.Option("--llm", help="Every run gets the gateway, built-in LLM config.")
     ] = False,
     llm_budget_usd: Annotated[
-        float | None, typer.Option("--llm-budget-usd", min=0.0, help="USD per run (LLM calls).")
+        float | None,
+        typer.Option(
+            "--llm-budget-usd",
+            min=0.0,
+            help="LLM spending cap of each run in USD (default: the LLM config's); once spent, "
+            "the run stops (budget_exceeded).",
+        ),
     ] = None,
     llm_max_calls_per_minute: Annotated[
-        int | None, typer.Option("--llm-max-calls-per-minute", min=1, help="LLM calls per run.")
+        int | None,
+        typer.Option(
+            "--llm-max-calls-per-minute",
+            min=1,
+            help="LLM calls one run may make in any 60 s (default: the LLM config's); one more "
+            "stops the run (budget_exceeded).",
+        ),
     ] = None,
     experiment: Annotated[
         str | None,
