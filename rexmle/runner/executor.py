@@ -56,15 +56,7 @@ from rexmle.errors import RexmleError
 from rexmle.grading.report import GradeReport, read_grade_report
 from rexmle.llm.gateway import Gateway, RunLink, strip_provider_keys
 from rexmle.processes import stop_process_group
-from rexmle.runner.agent_code import (
-    AGENT_DIR_VARIABLE,
-    SNAPSHOT_DIR,
-    AgentDirError,
-    take_snapshot,
-)
-from rexmle.runner.leftovers import SocketDir, remove_stale_socket_dirs
-from rexmle.runner.limits import limited_argv, module_argv
-from rexmle.runner.records import (
+from rexmle.records.runs import (
     GradeSummary,
     RunConfig,
     RunRecord,
@@ -76,6 +68,14 @@ from rexmle.runner.records import (
     read_record,
     write_record,
 )
+from rexmle.runner.agent_code import (
+    AGENT_DIR_VARIABLE,
+    SNAPSHOT_DIR,
+    AgentDirError,
+    take_snapshot,
+)
+from rexmle.runner.leftovers import SocketDir, remove_stale_socket_dirs
+from rexmle.runner.limits import limited_argv, module_argv
 from rexmle.runner.run_lock import RunLocked, run_folder_lock
 from rexmle.runner.sandbox import (
     Relay,
@@ -86,6 +86,7 @@ from rexmle.runner.sandbox import (
     recorded_limits,
 )
 from rexmle.runner.sandbox.cgroups import remove_stale_cgroups
+from rexmle.runner.sandbox.shim import unix_bridge
 from rexmle.runner.settings import RunSettings
 from rexmle.runner.trees import strip_special_bits
 from rexmle.runner.validation_server import ValidationServer
@@ -332,18 +333,27 @@ def _needs_gateway(job: RunJob, options: RunOptions) -> bool:
     )
 
 
+GATEWAY_SOCKET = "gateway.sock"
+"""The unix socket in a run's socket folder that relays the sandbox's gateway port."""
+
+
 @contextlib.contextmanager
-def _llm_link(job: RunJob, options: RunOptions, socket_dir: Path) -> Iterator[RunLink | None]:
+def _llm_link(
+    job: RunJob, options: RunOptions, socket_dir: Path
+) -> Iterator[tuple[RunLink, Relay] | tuple[None, None]]:
+    """The run's gateway link and the relay that bridges its port into the sandbox."""
     if options.gateway is None or not _needs_gateway(job, options):
-        yield None
+        yield None, None
         return
     limits = options.gateway.config.limits
     if job.config.llm_budget_usd is not None:
         limits = limits.model_copy(update={"budget_usd": job.config.llm_budget_usd})
     with options.gateway.open_run(
-        job.config.run_id(), job.folder, socket_dir, cancel=options.cancel, limits=limits
+        job.config.run_id(), job.folder, cancel=options.cancel, limits=limits
     ) as link:
-        yield link
+        relay = Relay(link.port, socket_dir / GATEWAY_SOCKET)
+        with unix_bridge(relay.socket, relay.port):
+            yield link, relay
 
 
 def _agent_code(job: RunJob, options: RunOptions, env: dict[str, str]) -> Path | None:
@@ -486,10 +496,10 @@ def _execute_locked(
             agent_code = _agent_code(job, options, env)
             socket_path = server.socket_path
             relays = [] if socket_path is None else [Relay(server.port, socket_path)]
-            with _llm_link(job, options, socket_dir) as link:
-                if link is not None:
+            with _llm_link(job, options, socket_dir) as (link, gateway_relay):
+                if link is not None and gateway_relay is not None:
                     env.update(link.env)
-                    relays.append(link.relay)
+                    relays.append(gateway_relay)
                 argv, readonly, record.agent_env = _agent_command(
                     job, workspace.root, server.url, env
                 )

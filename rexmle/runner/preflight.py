@@ -192,7 +192,7 @@ def check_conflicts(jobs: Sequence[RunJob], *, force_config: bool) -> list[RunJo
         SpecError: without ``force_config``, naming the first folder, what differs and the ways
             out (``--force-config``, another ``--agent-name``, ``--group`` or ``--runs-dir``).
     """
-    from rexmle.runner.records import read_record
+    from rexmle.records.runs import read_record
 
     conflicting: list[tuple[RunJob, list[str]]] = []
     for job in jobs:

@@ -16,7 +16,7 @@ from typer.testing import CliRunner, Result
 from rexmle.cli import app
 from rexmle.runner import agent_code
 from rexmle.runner.agent_code import AgentDirError, scan, take_snapshot, tree_sha256
-from rexmle.runner.records import read_record
+from rexmle.records.runs import read_record
 
 PROBE = """\
 import os, pathlib

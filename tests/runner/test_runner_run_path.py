@@ -18,10 +18,10 @@ from conftest import COPY_SAMPLE
 from typer.testing import CliRunner, Result
 
 from rexmle.cli import app
+from rexmle.records.runs import SettingsRecord, read_record
 from rexmle.runner import experiment as experiment_module
 from rexmle.runner.commands import RUN_OPTION_ROLES, settings_from_flags
 from rexmle.runner.experiment import Condition, Experiment, load_experiment
-from rexmle.runner.records import SettingsRecord, read_record
 from rexmle.runner.settings import NOT_RECORDED, RunSettings
 
 STUDY_VALUES = {
