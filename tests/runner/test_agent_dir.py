@@ -14,9 +14,9 @@ from conftest import COPY_SAMPLE, needs_bwrap
 from typer.testing import CliRunner, Result
 
 from rexmle.cli import app
+from rexmle.records.runs import read_record
 from rexmle.runner import agent_code
 from rexmle.runner.agent_code import AgentDirError, scan, take_snapshot, tree_sha256
-from rexmle.records.runs import read_record
 
 PROBE = """\
 import os, pathlib
