@@ -67,7 +67,7 @@ def test_an_experiment_model_is_refused_with_its_line(tmp_path: Path) -> None:
     assert f"{path}, line 4: agents[0].models[1]: model 'gpt-4o'" in flat(result)
 
 
-@pytest.mark.parametrize("root", ["/tmp", "/var/tmp"])
+@pytest.mark.parametrize("root", ["/tmp", "/var/tmp", "/dev/shm"])
 def test_agents_install_refuses_a_cache_under_a_private_root(root: str) -> None:
     cache = Path(root) / "rexmle-agents-refused-here"
     result = rexmle("agents", "install", "aide", env={"REXMLE_AGENTS_DIR": str(cache)})
