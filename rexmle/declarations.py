@@ -148,7 +148,8 @@ def describe_errors(
         top_level_missing = error["type"] == "missing" and len(location) <= 1
         line = None if top_level_missing else line_of(lines, location)
         prefix = f"line {line}: " if line is not None else ""
-        text = f"{prefix}{field_name(location)}: {_plain(error, model)}"
+        field = f"{field_name(location)}: " if location else ""
+        text = f"{prefix}{field}{_plain(error, model)}"
         if text not in described:
             described.append(text)
     return described

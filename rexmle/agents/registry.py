@@ -33,7 +33,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from rexmle.declarations import parse_declaration
+from rexmle.declarations import describe_errors, parse_declaration
 from rexmle.errors import SpecError
 from rexmle.names import NAME_PATTERN
 
@@ -206,7 +206,7 @@ class AgentSpec(BaseModel):
 
         Raises:
             SpecError: ``model``, ``steps``, ``step_timeout_s``, ``selection`` or ``scenario``
-                given for a non-llm agent.
+                given for a non-llm agent, or the result is not a valid declaration.
         """
         update: dict[str, object] = {}
         llm_update: dict[str, object] = {}
@@ -252,7 +252,11 @@ class AgentSpec(BaseModel):
         if code_dir is not None:
             update["dir"] = str(Path(code_dir).expanduser().absolute())
             update["dir_sha256"] = None
-        return AgentSpec.model_validate({**self.model_dump(), **update})
+        try:
+            return AgentSpec.model_validate({**self.model_dump(), **update})
+        except ValidationError as err:
+            msg = "; ".join(describe_errors(err.errors(), AgentSpec, {}))
+            raise SpecError(msg) from err
 
 
 def _load(text: str, where: str) -> AgentSpec:

@@ -144,7 +144,7 @@ def _check_models(chosen: Experiment, settings: RunSettings, source: StudySource
             if model is not None and model in models:
                 where = source.where(("agents", index, "models", models.index(model)), "--model")
             else:
-                where = source.where(("agents", index, "agent"), "--model")
+                where = source.where(("agents", index, "agent"), "--agent")
             msg = (
                 f"{where}: model {chosen_model!r} ({spec.id}, role {role}) is not in {named}; "
                 f"its models: {', '.join(config.models)}. Pick one of them, or add "
