@@ -258,3 +258,19 @@ def pin_agent_code(spec: AgentSpec) -> AgentSpec:
         )
         raise AgentDirError(msg)
     return spec.model_copy(update={"dir_sha256": found})
+
+
+def snapshot_note(snapshot: Path, expected_sha256: str) -> str | None:
+    """A warning for run.json when the agent changed its snapshot (possible only where the
+    sandbox cannot mount it read-only: the local sandbox as root), else None.
+    """
+    try:
+        found = tree_sha256(snapshot)
+    except AgentDirError as error:
+        found = f"unreadable ({error})"
+    if found == expected_sha256:
+        return None
+    return (
+        f"the agent changed the copy of its code at $AGENT_DIR during the run (sha256 now "
+        f"{found[:12]}…, planned {expected_sha256[:12]}…): this sandbox does not hold it read-only"
+    )

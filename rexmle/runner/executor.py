@@ -72,6 +72,7 @@ from rexmle.runner.agent_code import (
     AGENT_DIR_VARIABLE,
     SNAPSHOT_DIR,
     AgentDirError,
+    snapshot_note,
     take_snapshot,
 )
 from rexmle.runner.leftovers import SocketDir, remove_stale_socket_dirs
@@ -530,6 +531,9 @@ def _execute_locked(
                     record.llm = link.totals()
             record.validation_requests = server.n_requests
         strip_special_bits(workspace.root)
+        if agent_code is not None and record.sandbox is not None:
+            note = snapshot_note(agent_code, str(config.agent.dir_sha256))
+            record.sandbox.warnings += [note] if note else []
         timings["agent"] = result.seconds
         record.exit_code = result.exit_code
         record.killed_processes = result.killed_processes

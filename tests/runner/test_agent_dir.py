@@ -83,11 +83,16 @@ def test_a_command_agent_runs_its_own_code_from_agent_dir(
     assert json.loads((folder / "run.json").read_text())["config"]["agent"]["dir_sha256"]
     assert (agent / "run.py").read_text() == PROBE  # the host's folder is never the agent's
     assert not (folder / agent_code.SNAPSHOT_DIR).exists()  # the snapshot goes with the run
+    assert record.sandbox is not None
+    changed = [w for w in record.sandbox.warnings if "changed the copy of its code" in w]
     if sandbox == "bwrap":
         assert seen["AGENT_DIR"] == "/agent"  # the fixed path, whatever the host's
         assert seen["WRITE"] == "refused errno 30"  # EROFS: mounted read-only
+        assert changed == []
     else:
         assert seen["AGENT_DIR"] == str(folder / agent_code.SNAPSHOT_DIR)
+        # the local sandbox holds nothing read-only for a root harness: run.json says so
+        assert (seen["WRITE"] == "ok") == (os.geteuid() == 0) == bool(changed)
 
 
 @needs_bwrap()
