@@ -146,7 +146,8 @@ def describe_errors(
     for error in errors:
         location = tuple(p for p in error["loc"] if not _is_tag(p))
         top_level_missing = error["type"] == "missing" and len(location) <= 1
-        line = None if top_level_missing else line_of(lines, location)
+        whole_file = not location  # a rule over several fields: no one line holds it
+        line = None if top_level_missing or whole_file else line_of(lines, location)
         prefix = f"line {line}: " if line is not None else ""
         field = f"{field_name(location)}: " if location else ""
         text = f"{prefix}{field}{_plain(error, model)}"

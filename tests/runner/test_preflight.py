@@ -149,3 +149,35 @@ def test_experiment_file_errors_are_plain_words_with_field_and_line(tmp_path: Pa
     ) in lines
     assert "pydantic" not in result.output
     assert "type=" not in result.output
+
+
+def test_a_run_folder_of_another_config_names_what_differs_and_the_ways_out(
+    isles22_dirs, tmp_path: Path
+) -> None:
+    from conftest import COPY_SAMPLE  # type: ignore[attr-defined]
+
+    runs = tmp_path / "runs"
+    args = [
+        "run", "--agent", "command", "--agent-cmd", COPY_SAMPLE, "--agent-name", "mine",
+        "--task", "isles22", "--mini", "--data-dir", str(isles22_dirs.root.parent),
+        "--runs-dir", str(runs), "--sandbox", "local",
+    ]  # fmt: skip
+    assert rexmle(*args, "--time-limit", "60").exit_code == 0
+    for extra in ([], ["--dry-run"]):
+        refused = rexmle(*args, "--time-limit", "30", *extra)
+        assert refused.exit_code == 2
+        text = flat(refused)
+        assert "holds a run of another config: agent.time_limit_s: 60.0 → 30.0;" in text
+        assert "time_limit_s: 60.0 → 30.0" in text.split("agent.time_limit_s")[1]
+        assert "Rerun with --force-config" in text
+        assert "another --agent-name" in text
+    dry = rexmle(*args, "--time-limit", "30", "--force-config", "--dry-run")
+    assert dry.exit_code == 0, dry.output
+    assert "to run" in dry.output  # the replaced run is planned, nothing ran
+    replaced = rexmle(*args, "--time-limit", "30", "--force-config")
+    assert replaced.exit_code == 0, replaced.output
+    from rexmle.records.runs import read_record
+
+    record = read_record(runs / "default" / "isles22" / "mine" / "seed-0")
+    assert record is not None
+    assert record.config.time_limit_s == 30.0
