@@ -64,6 +64,8 @@ VERSIONED_PACKAGES = (
 
 
 OPTIONAL_CONFIG_FIELDS = ("llm_budget_usd", "condition")
+OPTIONAL_AGENT_FIELDS = ("dir", "dir_sha256")
+"""Agent fields left out of the hashed config when unset (as ``OPTIONAL_CONFIG_FIELDS``)."""
 
 
 class RunConflict(RexmleError):
@@ -94,6 +96,9 @@ class RunConfig(BaseModel):
         for name in OPTIONAL_CONFIG_FIELDS:
             if fields.get(name) is None:
                 fields.pop(name, None)
+        for name in OPTIONAL_AGENT_FIELDS:
+            if fields["agent"].get(name) is None:
+                fields["agent"].pop(name, None)
         text = json.dumps(fields, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
@@ -236,8 +241,11 @@ def write_record(folder: Path, record: RunRecord) -> None:
     os.replace(tmp, folder / RUN_JSON)
 
 
-def needs_run(folder: Path, config: RunConfig, *, retry_failed: bool) -> bool:
-    """Whether the run in ``folder`` must (re)run: no final record, or failed with retry asked.
+def needs_run(
+    folder: Path, config: RunConfig, *, retry_failed: bool, replace_other_config: bool = False
+) -> bool:
+    """Whether the run in ``folder`` must (re)run: no final record, or failed with retry asked,
+    or (``replace_other_config``, ``--force-config``) a run of another config to replace.
 
     Raises:
         RunConflict: the folder holds a run with another config (another run id).
@@ -245,10 +253,13 @@ def needs_run(folder: Path, config: RunConfig, *, retry_failed: bool) -> bool:
     record = read_record(folder)
     if record is None:
         return True
+    if record.run_id != config.run_id() and replace_other_config:
+        return True
     if record.run_id != config.run_id():
         msg = (
             f"{folder} holds run {record.run_id} with another config than this one "
-            f"({config.run_id()}): use another --group or --runs-dir, or delete that folder"
+            f"({config.run_id()}): --force-config replaces it, or keep both with another "
+            "--agent-name, --group or --runs-dir"
         )
         raise RunConflict(msg)
     if record.status not in FINAL_STATUSES:

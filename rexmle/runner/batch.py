@@ -147,7 +147,16 @@ def make_job(
     condition: str | None = None,
     experiment: str | None = None,
 ) -> RunJob:
-    """The job of one run: its config (whose hash is the run id), group and folder."""
+    """The job of one run: its config (whose hash is the run id), group and folder.
+
+    An agent with its own code (``dir``) gets the code's content hash into the config.
+
+    Raises:
+        AgentDirError: the agent's folder cannot be shipped (:mod:`rexmle.runner.agent_code`).
+    """
+    from rexmle.runner.agent_code import pin_agent_code
+
+    agent = pin_agent_code(agent)
     config = RunConfig(
         task=task_id,
         task_spec_version=get_task(task_id).spec_version,
@@ -162,15 +171,23 @@ def make_job(
     return RunJob(config=config, group=group, folder=folder, experiment=experiment)
 
 
-def split_done(jobs: Sequence[RunJob], *, retry_failed: bool) -> Plan:
-    """Split ``jobs`` into runs to do and runs already done (by their records).
+def split_done(
+    jobs: Sequence[RunJob], *, retry_failed: bool, replace_other_config: bool = False
+) -> Plan:
+    """Split ``jobs`` into runs to do and runs already done (by their records); a run of
+    another config is one to do with ``replace_other_config`` (``--force-config``).
 
     Raises:
         RunConflict: a run folder holds a run with another config.
     """
     plan = Plan()
     for job in jobs:
-        if needs_run(job.folder, job.config, retry_failed=retry_failed):
+        if needs_run(
+            job.folder,
+            job.config,
+            retry_failed=retry_failed,
+            replace_other_config=replace_other_config,
+        ):
             plan.jobs.append(job)
         else:
             plan.done.append(job)

@@ -68,6 +68,13 @@ from rexmle.records.runs import (
     read_record,
     write_record,
 )
+from rexmle.runner.agent_code import (
+    AGENT_DIR_VARIABLE,
+    SNAPSHOT_DIR,
+    AgentDirError,
+    snapshot_note,
+    take_snapshot,
+)
 from rexmle.runner.leftovers import SocketDir, remove_stale_socket_dirs
 from rexmle.runner.limits import limited_argv, module_argv
 from rexmle.runner.run_lock import RunLocked, run_folder_lock
@@ -272,7 +279,7 @@ def _write_overlays(job: RunJob, options: RunOptions, submission: Path) -> None:
 def _clean(folder: Path) -> None:
     for name in ("agent.stdout.log", "agent.stderr.log", "grade.json", GRADE_PARTIAL, "grade.log"):
         (folder / name).unlink(missing_ok=True)
-    for name in ("submission", "workspace", LLM_OUTPUT_DIR, "overlays"):
+    for name in ("submission", "workspace", LLM_OUTPUT_DIR, "overlays", SNAPSHOT_DIR):
         remove_tree(folder / name)
 
 
@@ -348,6 +355,28 @@ def _llm_link(
         relay = Relay(link.port, socket_dir / GATEWAY_SOCKET)
         with unix_bridge(relay.socket, relay.port):
             yield link, relay
+
+
+def _agent_code(job: RunJob, options: RunOptions, env: dict[str, str]) -> Path | None:
+    """The read-only snapshot of the agent's own code, with ``$AGENT_DIR`` set in ``env``
+    (None, and no ``$AGENT_DIR``, for an agent without one).
+
+    Raises:
+        AgentCodeChanged: the folder's content is not the planned one.
+        AgentDirError: the folder cannot be shipped any more.
+    """
+    env.pop(AGENT_DIR_VARIABLE, None)
+    spec = job.config.agent
+    if spec.dir is None:
+        return None
+    if spec.dir_sha256 is None:
+        msg = f"agent {spec.id!r} has a code folder but no content hash (plan it with make_job)"
+        raise AgentDirError(msg)
+    snapshot = take_snapshot(
+        Path(spec.dir), job.folder / SNAPSHOT_DIR, expected_sha256=spec.dir_sha256
+    )
+    env[AGENT_DIR_VARIABLE] = options.sandbox.agent_dir_path(snapshot)
+    return snapshot
 
 
 def _image_for(agent: AgentSpec, sandbox_kind: str) -> str | None:
@@ -465,6 +494,7 @@ def _execute_locked(
                 cuda_visible_devices=gpu,
             )
             strip_provider_keys(env, options.gateway)
+            agent_code = _agent_code(job, options, env)
             socket_path = server.socket_path
             relays = [] if socket_path is None else [Relay(server.port, socket_path)]
             with _llm_link(job, options, socket_dir) as (link, gateway_relay):
@@ -492,6 +522,7 @@ def _execute_locked(
                     limits=options.limits,
                     harness_package=config.agent.kind in HARNESS_PACKAGE_KINDS,
                     image=_image_for(config.agent, options.sandbox.kind),
+                    agent_code=agent_code,
                 )
                 result = options.sandbox.run(request)
                 llm_stop = None if link is None else link.stopped_reason()
@@ -500,6 +531,9 @@ def _execute_locked(
                     record.llm = link.totals()
             record.validation_requests = server.n_requests
         strip_special_bits(workspace.root)
+        if agent_code is not None and record.sandbox is not None:
+            note = snapshot_note(agent_code, str(config.agent.dir_sha256))
+            record.sandbox.warnings += [note] if note else []
         timings["agent"] = result.seconds
         record.exit_code = result.exit_code
         record.killed_processes = result.killed_processes
@@ -543,6 +577,7 @@ def _execute_locked(
         record.error = f"{type(error).__name__}: {error}"
     finally:
         claimed_socket_dir.release()
+        remove_tree(job.folder / SNAPSHOT_DIR)
     return _finish(job, record, timings, started)
 
 

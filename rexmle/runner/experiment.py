@@ -76,6 +76,8 @@ class AgentEntry(_Strict):
     """LLM agents: search steps or loops (``--steps``)."""
     step_timeout_s: float | None = Field(default=None, gt=0)
     """LLM agents: seconds per script (``--step-timeout``)."""
+    dir: str | None = None
+    """The folder of the agent's own code (``--agent-dir``; relative: to the experiment file)."""
 
     @model_validator(mode="after")
     def _distinct_models(self) -> AgentEntry:
@@ -251,7 +253,17 @@ def load_experiment(name_or_path: str | Path) -> Experiment:
             msg = f"experiment file {path} does not exist (presets: {', '.join(PRESETS)})"
             raise SpecError(msg)
         text = path.read_text(encoding="utf-8")
-    return parse_declaration(text, Experiment, where, what="experiment")
+    experiment = parse_declaration(text, Experiment, where, what="experiment")
+    if str(name_or_path) in PRESETS:
+        return experiment
+    base = Path(name_or_path).parent
+    agents = [
+        e
+        if e.dir is None
+        else e.model_copy(update={"dir": str((base / Path(e.dir).expanduser()).absolute())})
+        for e in experiment.agents
+    ]
+    return experiment.model_copy(update={"agents": agents})
 
 
 def _models_or_default(entry: AgentEntry) -> list[str | None]:
@@ -347,6 +359,7 @@ def resolve_agents(experiment: Experiment) -> dict[tuple[str | None, str, str | 
                     time_limit_s=time_limit_of(experiment, condition),
                     network=network,
                     memory_limit_mb=memory,
+                    code_dir=entry.dir,
                 )
     return resolved
 

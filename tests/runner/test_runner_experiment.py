@@ -86,7 +86,8 @@ def test_unset_budget_and_condition_leave_the_run_id_as_before():
         mini=True,
     )
     # the config as it was hashed before llm_budget_usd and condition existed
-    before = config.model_dump(mode="json", exclude={"llm_budget_usd", "condition"})
+    unset = {"llm_budget_usd": True, "condition": True, "agent": {"dir", "dir_sha256"}}
+    before = config.model_dump(mode="json", exclude=unset)
     text = json.dumps(before, sort_keys=True, separators=(",", ":"))
     assert config.run_id() == hashlib.sha256(text.encode()).hexdigest()[:16]
     assert config.model_copy(update={"condition": "3day"}).run_id() != config.run_id()

@@ -43,6 +43,7 @@ STUDY_VALUES = {
     "step_timeout": "5",
     "sandbox": "local",
     "slurm_arg": "--mem=1G",
+    "agent_dir": ".",
 }
 """A value for each study option that takes one (flags such as --mini take none)."""
 
