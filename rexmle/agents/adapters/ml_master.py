@@ -96,7 +96,7 @@ def build(config: dict[str, object], environ: dict[str, str]) -> runtime.Launch:
         "OPENAI_BASE_URL": f"{base_url}/v1",
         "OPENAI_API_KEY": token,
     }
-    notes = runtime.compose_instructions(config)
+    notes = runtime.compose_prompt(config, "ml-master")
     return runtime.Launch(argv=argv, env=env, cwd=work, files={desc_file: notes})
 
 
