@@ -52,6 +52,9 @@ class RunResult:
     path: Path
     condition: str = ""
     """The run's experimental condition (run.json ``condition``), empty when none."""
+    selection: str = ""
+    """Which of the agent's submissions was graded (run.json ``selection``, else the agent's
+    declared policy): ``study`` or ``best-valid``; empty for agents without one."""
     experiment: str = ""
     data: str = "unknown"
     """``mini``, ``full`` or ``unknown``: the data the run was graded on, as its grade.json says
@@ -138,6 +141,15 @@ def _label(value: object) -> str:
     return str(value)
 
 
+def _selection(record: dict[str, object], config: dict[str, object]) -> str:
+    """run.json ``selection``, else the policy of the agent declaration in its config."""
+    recorded = record.get("selection")
+    if isinstance(recorded, str):
+        return recorded
+    declared = _dict(_dict(config.get("agent")).get("llm")).get("selection")
+    return declared if isinstance(declared, str) else ""
+
+
 def _float_or_none(value: object) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
@@ -179,6 +191,7 @@ def result_from_folder(folder: Path, *, group: str, task: str, agent: str, seed:
         reasons=[] if grade is None else list(grade.reasons),
         path=folder,
         condition=_label(record.get("condition")),
+        selection=_selection(record, config),
         experiment=_label(record.get("experiment")),
         data=data or "unknown",
         isolated=isolated if isinstance(isolated, bool) else None,

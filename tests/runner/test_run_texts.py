@@ -1,0 +1,160 @@
+"""What a run's agent reads under the paper and solution-informed conditions, and score.py for a
+command agent inside bwrap.
+
+The write-up here is a fixture of this test (the task kit's write-ups are reached through
+``rexmle.runner.solution_writeups``); the study's texts are a stand-in repository's
+(tests/agents/test_study_texts.py), never the real ones.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from conftest import COPY_SAMPLE, needs_bwrap
+
+from rexmle.agents.registry import load_agent
+from rexmle.runner import run_texts
+from rexmle.runner.batch import make_job
+from rexmle.runner.executor import RunOptions, execute_run
+from rexmle.runner.records import read_record
+from rexmle.runner.run_texts import prepare_run_texts
+from rexmle.runner.sandbox.bwrap import BwrapSandbox
+from rexmle.runner.sandbox.local import LocalSandbox
+from rexmle.runner.settings import RunSettings
+from rexmle.runner.solution_writeups import SECTION_TITLE, WriteupsUnavailable
+from rexmle.runner.workspace import build_workspace
+
+
+@dataclass(frozen=True)
+class FixtureSource:
+    title: str
+    url: str
+
+
+@dataclass(frozen=True)
+class FixtureWriteup:
+    text: str
+    sources: tuple[FixtureSource, ...]
+
+
+WRITEUP = FixtureWriteup(
+    text="- Method: a fixture nnU-Net ensemble of five folds.\n- Post-processing: none.",
+    sources=(FixtureSource("Fixture winners' report", "https://example.org/winners"),),
+)
+
+
+def fixture_source(task_id: str) -> FixtureWriteup:
+    assert task_id == "isles22"
+    return WRITEUP
+
+
+def run_job(tmp_path: Path, dirs, command: str, **config):
+    spec = load_agent("command").with_overrides(command=command, time_limit_s=60)
+    job = make_job(
+        spec, "isles22", 0, time_limit_s=60, mini=True, runs_dir=tmp_path / "runs",
+        group="g-solution-informed", condition="solution-informed", **config,
+    )  # fmt: skip
+    options = RunOptions(
+        settings=RunSettings(
+            runs_dir=tmp_path / "runs", data_dir=dirs.root.parent, kill_grace_s=1.0, grade_workers=1
+        ),
+        sandbox=LocalSandbox(),
+    )
+    return execute_run(job, options), job.folder
+
+
+def test_a_solution_informed_run_s_instructions_carry_the_writeup(
+    tmp_path: Path, isles22_dirs, monkeypatch
+):
+    monkeypatch.setattr(run_texts, "writeup_source", lambda: fixture_source)
+    # the agent keeps what it was given, so the test reads what the agent read
+    command = f'cp "$INSTRUCTIONS" seen.md && {COPY_SAMPLE}'
+    record, folder = run_job(tmp_path, isles22_dirs, command, solution_informed=True)
+    assert record.status == "completed", record.error
+    seen = (folder / "workspace" / "seen.md").read_text()
+    rules_and_task = seen.split(SECTION_TITLE)[0]
+    assert "isles22" in rules_and_task
+    section = seen.split(SECTION_TITLE, 1)[1]
+    assert "a fixture nnU-Net ensemble of five folds" in section
+    assert "Sources:\n- Fixture winners' report - https://example.org/winners" in section
+    on_disk = read_record(folder)
+    assert on_disk is not None
+    assert on_disk.condition == "solution-informed"
+    assert on_disk.config.solution_informed is True
+    assert on_disk.selection is None  # a command agent has no selection policy
+    assert on_disk.deviations == []  # the study never ran command agents
+
+
+def test_without_writeups_a_solution_informed_run_fails_with_the_reason(
+    tmp_path: Path, isles22_dirs, monkeypatch
+):
+    def unavailable():
+        msg = "solution-informed runs need the winning-solution write-ups (test)"
+        raise WriteupsUnavailable(msg)
+
+    monkeypatch.setattr(run_texts, "writeup_source", unavailable)
+    record, _ = run_job(tmp_path, isles22_dirs, COPY_SAMPLE, solution_informed=True)
+    assert record.status == "infra_error"
+    assert "need the winning-solution write-ups" in (record.error or "")
+    empty = FixtureWriteup(text="text", sources=())
+    monkeypatch.setattr(run_texts, "writeup_source", lambda: lambda _task: empty)
+    record, _ = run_job(tmp_path, isles22_dirs, COPY_SAMPLE, solution_informed=True)
+    assert record.status == "infra_error"
+    assert "cites no source" in (record.error or "")
+
+
+def test_without_fetched_texts_the_run_says_so_and_uses_its_own(
+    tmp_path: Path, prepared_mini, monkeypatch
+):
+    monkeypatch.setenv("REXMLE_AGENTS_DIR", str(tmp_path / "empty-cache"))
+    dirs = prepared_mini("isles22")
+    workspace = build_workspace(
+        tmp_path / "ws", task_id="isles22", public_dir=dirs.public, time_limit_s=60,
+        validation={"url": "http://x", "max_upload_bytes": 1, "max_requests_per_minute": 1},
+        data_mode="copy",
+    )  # fmt: skip
+    job = make_job(
+        load_agent("aide"), "isles22", 0, time_limit_s=60, mini=True,
+        runs_dir=tmp_path / "runs", group="g", prompts="study",
+    )  # fmt: skip
+    texts = prepare_run_texts(workspace.root, workspace.instructions, job.config)
+    assert texts.study_files == {}
+    assert texts.texts_problem is not None
+    assert "rexmle agents fetch-study-texts" in texts.texts_problem
+    assert texts.adapter_config()["study_texts"] is None
+    from rexmle.runner.deviations import deviations_of
+
+    ids = [d.id for d in deviations_of(job.config, None, texts_problem=texts.texts_problem)]
+    assert "prompts-unavailable" in ids
+
+
+@needs_bwrap()
+def test_a_command_agent_in_bwrap_runs_score_py(tmp_path: Path, isles22_dirs):
+    """The harness package is shown read-only to command agents, so data/score.py works."""
+    command = (
+        f"{COPY_SAMPLE} && /usr/bin/python3 data/score.py submission submission --json "
+        "> scored.json"
+    )
+    spec = load_agent("command").with_overrides(command=command, time_limit_s=120)
+    job = make_job(
+        spec, "isles22", 0, time_limit_s=120, mini=True, runs_dir=tmp_path / "runs", group="g"
+    )
+    options = RunOptions(
+        settings=RunSettings(
+            runs_dir=tmp_path / "runs",
+            data_dir=isles22_dirs.root.parent,
+            kill_grace_s=1.0,
+            grade_workers=1,
+        ),
+        sandbox=BwrapSandbox(),
+    )
+    record = execute_run(job, options)
+    stderr = (job.folder / "agent.stderr.log").read_text()
+    assert record.status == "completed", (record.error, stderr)
+    scored = json.loads((job.folder / "workspace" / "scored.json").read_text())
+    assert scored["task"] == "isles22"
+    # the sample scored against itself: a perfect Dice
+    assert scored["metrics"]["dice"] == pytest.approx(1.0)
