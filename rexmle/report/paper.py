@@ -97,8 +97,8 @@ def comparison_table(official: pd.DataFrame, study: pd.DataFrame | None) -> pd.D
 
     Columns: task, agent, selection (which submission was graded), metric, ``official``,
     ``official rank``, ``study``, ``study rank``, ``published``, ``published rank``; one row per
-    task and agent run, in the published task order, then one ``Overall mean percentile`` row per agent (over the tasks it ran; the
-    published overall is over all 20 tasks).
+    task and agent run, in the published task order, then one ``Overall mean percentile`` row
+    per agent (over the tasks it ran; the published overall is over all 20 tasks).
     """
     published = published_results()
     scored = official[official["scored"]]
