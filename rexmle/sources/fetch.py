@@ -50,7 +50,7 @@ from rexmle.sources.manifest import (
 )
 from rexmle.sources.progress import TransferProgress, member_progress
 from rexmle.sources.published import PublishedChecksum, published_for
-from rexmle.sources.recognise import LocalMatch, recognise_by_content
+from rexmle.sources.recognise import LocalMatch, holds_text, recognise_by_content
 from rexmle.sources.remote import RemoteFile
 from rexmle.sources.zenodo import resolve_zenodo
 from rexmle.tasks.spec import SourceFile, SourceSpec, TaskSpec
@@ -642,7 +642,8 @@ def _take_local(
     never goes online. A file not found by name is recognised by content (`recognise`).
     """
     checksums, sizes = _expectations(job)
-    found = _locate_local(job, from_dir, checksums, sizes, declared).path
+    match = _locate_local(job, from_dir, checksums, sizes, declared)
+    found = match.path
     if not any(checksums.values()) and not allow_unpinned:
         msg = (
             f"{job.context}: {found} cannot be verified offline because the task YAML pins no "
@@ -679,6 +680,7 @@ def _take_local(
         licence=job.source.licence,
         path=str(found.resolve()),
         outcome="from_dir",
+        found_by=match.how,
     )
 
 
@@ -706,7 +708,7 @@ def _locate_local(
         tried = ", ".join(str(p) for p in candidates)
         known = [f"{c} ({o})" for o, c in checksums.items() if c]
         known += [f"{s} bytes ({o})" for o, s in sizes.items() if s is not None]
-        known += [f"a member matching {h!r}" for h in job.file.holds]
+        known += [f"a member matching {holds_text(h)}" for h in job.file.holds]
         content = "; ".join(known) if known else "nothing is known of its content"
         msg = (
             f"{job.context}: not found in from_dir (looked at {tried}), and no other file in "

@@ -45,6 +45,9 @@ class DownloadedFile(_Model):
     path: str
     """Where the verified file lies."""
     outcome: Outcome
+    found_by: str | None = None
+    """For a file taken from ``--from DIR``: ``"by name"``, or what of its content matched
+    (size and checksum, else the members it holds) when no file carried the declared name."""
 
 
 class ExtractedArchive(_Model):

@@ -48,6 +48,22 @@ def member_names(archive: Path) -> list[str]:
     return []
 
 
+HOLDS_ALTERNATIVES = "|"
+"""Separates alternatives in one ``holds`` pattern: ``A|B`` is met by a member matching either."""
+
+
+def holds_text(pattern: str) -> str:
+    """A ``holds`` pattern as a message names it: ``'A'`` or ``'A' or 'B'``."""
+    return " or ".join(repr(p) for p in pattern.split(HOLDS_ALTERNATIVES))
+
+
+def _first_member(names: list[str], pattern: str) -> str | None:
+    """The first member matching ``pattern`` or one of its alternatives, files before folders."""
+    alternatives = pattern.split(HOLDS_ALTERNATIVES)
+    matching = [n for n in names if any(fnmatch.fnmatch(n, a) for a in alternatives)]
+    return next((n for n in matching if not n.endswith("/")), next(iter(matching), None))
+
+
 def _files_in(folders: Iterable[Path], skip: set[str]) -> list[Path]:
     found: list[Path] = []
     for folder in folders:
@@ -72,8 +88,8 @@ def recognise_by_content(
     """The one file in ``folders`` (not recursive) whose content is that of the task file.
 
     With a known checksum, a file must match it and every known size; else, with ``holds``, an
-    archive must hold a member matching each pattern. Names in ``skip`` (other declared files)
-    are not considered.
+    archive must hold a member matching each pattern (``A|B``: either alternative). Names in
+    ``skip`` (other declared files) are not considered.
 
     Returns:
         The match, or None when nothing is known about the content or nothing matches.
@@ -103,7 +119,7 @@ def recognise_by_content(
         if known_sizes and path.stat().st_size not in known_sizes:
             continue
         names = member_names(path)
-        hits = [next((n for n in names if fnmatch.fnmatch(n, pattern)), None) for pattern in holds]
+        hits = [_first_member(names, pattern) for pattern in holds]
         if names and all(hits):
             matches.append((path, hits))
     if len(matches) > 1:

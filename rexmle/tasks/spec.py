@@ -52,7 +52,8 @@ class SourceFile(_Strict):
     holds: list[str] = []
     """Glob patterns (``fnmatch``; ``*`` also crosses ``/``) of member paths that every real copy
     of the archive holds, e.g. ``ISLES-2022/derivatives/*``: ``prepare --from DIR`` recognises a
-    copy saved under another name by them when no size or checksum is known."""
+    copy saved under another name by them when no size or checksum is known. ``A|B`` in one
+    pattern is met by a member matching either (an archive known in two layouts)."""
 
     @field_validator("checksum")
     @classmethod

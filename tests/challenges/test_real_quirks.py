@@ -173,6 +173,12 @@ def test_isles22_prepares_the_empty_mask_cases(tmp_path: Path) -> None:
         ("usenhance", "train_datasets/breast 4, train_datasets/carotid 4"),
         ("topbrain-track2", "imagesTr_topbrain_ct 6, imagesTr_topbrain_mr 6 (total 12)"),
         ("ldct-iqa", "LDCTIQAG2023_train/image 12, LDCTIQAC_test/images 6"),
+        ("seg_a", "Dongyang 3, KiTS 3, Rider 3 (total 9)"),
+        ("isles22", "ISLES-2022/derivatives 10 (total 10)"),
+        ("dentex", "training_data/quadrant-enumeration-disease/xrays 20"),
+        ("neurips-cellseg", "Training-labeled 12, Tuning 4 (total 16)"),
+        ("topcow-track2-task1", "imagesTr (topcow_mr_*) 6"),
+        ("panther-task2", "LabelsTr (task 2) 10"),
     ],
 )
 def test_a_count_mismatch_names_the_folder_counts_and_the_declaration(
@@ -206,3 +212,20 @@ def test_rexmle_prepare_prints_the_puma_choice(tmp_path: Path) -> None:
     manifest = json.loads((tmp_path / "puma-track1-task1" / "prepared.json").read_text())
     assert manifest["notes"][0].startswith(f"PUMA: {PUMA_OUT} is not in this download")
     assert manifest["found"] == {"primary": 5, "metastatic": 5}
+
+
+def test_isles22_refuses_an_adc_spelled_in_capitals_and_says_what_it_found(tmp_path: Path) -> None:
+    raw = tmp_path / "raw"
+    load_task("isles22").make_fixture(raw, seed=0)
+    dwi = raw / "ISLES-2022" / "sub-strokecase0003" / "ses-0001" / "dwi"
+    (dwi / "sub-strokecase0003_ses-0001_adc.nii.gz").rename(
+        dwi / "sub-strokecase0003_ses-0001_ADC.nii.gz"
+    )
+    with pytest.raises(DataError) as caught:
+        _run_prepare("isles22", tmp_path)
+    message = str(caught.value)
+    assert "case sub-strokecase0003: missing file(s)" in message
+    assert "sub-strokecase0003_ses-0001_adc.nii.gz" in message
+    assert "beside them: ['sub-strokecase0003_ses-0001_ADC.nii.gz']" in message
+    assert "letter case" in message
+    assert not (tmp_path / "public" / "train").exists()

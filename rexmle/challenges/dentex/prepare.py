@@ -228,6 +228,7 @@ def prepare(job: PrepareJob) -> Split:
         train=[stem(i) for i in train_ids],
         test=[stem(i) for i in test_ids],
         rule=declared.rule,
+        found={f"{DISEASE_DIR.as_posix()}/xrays": len(images)},
         source={
             "dataset": "DENTEX 2023 training_data.zip, quadrant-enumeration-disease",
             "zenodo_record": "7812323",

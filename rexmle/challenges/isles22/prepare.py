@@ -27,6 +27,28 @@ def _case_files(root: Path, subject: str) -> dict[str, Path]:
     }
 
 
+def _spelled_otherwise(missing: list[Path]) -> str:
+    """A hint naming files beside the missing ones whose names differ from theirs only in case.
+
+    The release spells its BIDS suffixes as the prepare reads them (``_dwi``, ``_adc``,
+    ``_FLAIR``, ``_msk``); a copy that renamed them (``_ADC``) is refused, never read as is.
+    """
+    found = []
+    for path in missing:
+        if path.parent.is_dir():
+            found += [
+                sibling.name
+                for sibling in sorted(path.parent.iterdir())
+                if sibling.name != path.name and sibling.name.lower() == path.name.lower()
+            ]
+    if not found:
+        return ""
+    return (
+        f"; beside them: {found}, which differ only in letter case from the release's names "
+        "(a renamed or re-packed copy? take the record's ISLES-2022.zip as it is)"
+    )
+
+
 def discover_cases(raw_dir: Path) -> dict[str, dict[str, Path]]:
     """Map public id (``sub-strokecaseNNNN``) -> its four files; fail on any missing file."""
     root = raw_dir / "ISLES-2022"
@@ -40,9 +62,10 @@ def discover_cases(raw_dir: Path) -> dict[str, dict[str, Path]]:
             continue
         subject = match.group(1)
         files = _case_files(root, subject)
-        missing = [str(p.relative_to(raw_dir)) for p in files.values() if not p.is_file()]
+        missing = [p for p in files.values() if not p.is_file()]
         if missing:
-            msg = f"ISLES'22 case {subject}: missing file(s) {missing}"
+            listed = [str(p.relative_to(raw_dir)) for p in missing]
+            msg = f"ISLES'22 case {subject}: missing file(s) {listed}{_spelled_otherwise(missing)}"
             raise DataError(msg)
         cases[subject] = files
     if not cases:
@@ -74,6 +97,7 @@ def prepare(job: PrepareJob) -> Split:
         train=[k.split("_ses-")[0] for k in by_key.train],
         test=[k.split("_ses-")[0] for k in by_key.test],
         rule=by_key.rule,
+        found={"ISLES-2022/derivatives": len(cases)},
     )
     public_dir, gold_dir = job.public, job.gold
     train_dir, test_dir = public_dir / "train", public_dir / "test"

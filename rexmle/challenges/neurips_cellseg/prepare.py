@@ -233,6 +233,7 @@ def prepare(job: PrepareJob) -> Split:
         train=[p.public_id for p in train],
         test=[p.public_id for p in test],
         rule=rule,
+        found={source: sum(p.source == source for p in pairs) for source, _ in SOURCES},
         source={
             "dataset": "NeurIPS 2022 CellSeg Training-labeled.zip + Tuning.zip",
             "zenodo_record": "10719375",

@@ -177,6 +177,7 @@ def prepare(job: PrepareJob) -> Split:
         train=by_id.train,
         test=by_id.test,
         rule=by_id.rule + f"; task-{task} ids from the strict file-name patterns",
+        found={f"LabelsTr (task {task})": len(cases)},
         source={
             "dataset": f"PANTHER 2025 task {task}",
             "zenodo_record": zenodo.record,

@@ -65,6 +65,12 @@ def discover_cases(raw_dir: Path) -> dict[str, RawCase]:
     return cases
 
 
+def cases_per_folder(raw_dir: Path, cases: dict[str, RawCase]) -> dict[str, int]:
+    """Cases per top folder of ``raw_dir`` (one per archive: Dongyang, KiTS, Rider), sorted."""
+    tops = [case.image.relative_to(raw_dir).parts[0] for case in cases.values()]
+    return {top: tops.count(top) for top in sorted(set(tops))}
+
+
 def check_case(case: RawCase) -> Geometry:
     """Assert image and mask share a 3-D grid and the mask is a non-empty {0, 1} mask.
 
@@ -98,6 +104,7 @@ def prepare(job: PrepareJob) -> Split:
         train=by_id.train,
         test=by_id.test,
         rule=by_id.rule + "; id = file stem of <id>.nrrd (string order, D10 before D2)",
+        found=cases_per_folder(job.raw, cases),
         source={
             "dataset": "AVT (SEG.A 2023)",
             "figshare_article": figshare.record,

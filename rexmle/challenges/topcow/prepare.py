@@ -62,6 +62,7 @@ def split_cases(job: PrepareJob, cases: dict[str, RawCase]) -> Split:
         train=by_pid.train,
         test=by_pid.test,
         rule=by_pid.rule,
+        found={f"imagesTr (topcow_{job.params['scan']}_*)": len(cases)},
         source={
             "dataset": source.files[0].name.removesuffix(".zip"),
             "zenodo_record": source.record,
