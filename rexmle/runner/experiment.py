@@ -17,6 +17,12 @@ resources, and conditions (named sets of overrides, e.g. a 24 h and a 3-day time
     conditions:
       - {name: 24h}
       - {name: 3day, time_limit_s: 259200}
+      - name: paper                  # what a condition may change, all optional
+        prompts: study               # study | rexmle: the texts the agents read
+        selection: study             # study | best-valid: which submission is graded
+        solution_informed: false     # the task's winning-solution write-up in the instructions
+        budget_usd: none             # USD per run, or none (no cap, still metered)
+        agents: {aide: {steps: 2000, step_timeout_s: 32400}}   # per agent, also time/budget
 
 Expansion order is conditions x agents x models x tasks x seeds, each in file order, so the same
 file always gives the same runs in the same order. A run of an experiment is the same run (same

@@ -158,3 +158,60 @@ def test_a_command_agent_in_bwrap_runs_score_py(tmp_path: Path, isles22_dirs):
     assert scored["task"] == "isles22"
     # the sample scored against itself: a perfect Dice
     assert scored["metrics"]["dice"] == pytest.approx(1.0)
+
+
+def test_a_paper_condition_run_records_its_condition_selection_and_deviations(
+    tmp_path: Path, isles22_dirs, monkeypatch
+):
+    """The preset's paper condition, run end to end on the mini data with AIDE's environment
+    stood in by this interpreter (no agent installed: the adapter stops for want of a gateway,
+    after the harness has written what the run is).
+    """
+    import sys
+
+    from rexmle.agents.environments import resolve_env
+    from rexmle.runner.experiment import experiment_jobs, load_experiment
+
+    monkeypatch.setenv("REXMLE_AGENTS_DIR", str(tmp_path / "agents"))
+    env = resolve_env("aide")
+    env.python.parent.mkdir(parents=True)
+    env.python.symlink_to(sys.executable)
+    env.stamp.write_text(json.dumps({"lock_hash": env.lock_hash}))
+    grid = load_experiment("paper-grid").model_copy(
+        update={"suite": None, "tasks": ["isles22"], "mini": True}
+    )
+    jobs = experiment_jobs(grid.only_condition("paper"), tmp_path / "runs", recorded_name="pg")
+    (job,) = [j for j in jobs if j.config.agent.id == "aide-gpt-5"]
+    options = RunOptions(
+        settings=RunSettings(
+            runs_dir=tmp_path / "runs",
+            data_dir=isles22_dirs.root.parent,
+            kill_grace_s=1.0,
+            grade_workers=1,
+        ),
+        sandbox=LocalSandbox(),
+    )
+    execute_run(job, options)
+    record = read_record(job.folder)
+    assert record is not None
+    assert record.condition == "paper"
+    assert record.experiment == "pg"
+    assert record.selection == "study"
+    ids = [d.id for d in record.deviations]
+    # no gateway in this run: no rate cap to state; the study's texts are not fetched here
+    assert ids == [
+        "network",
+        "sandbox",
+        "environment",
+        "validation",
+        "llm-routes",
+        "gpus",
+        "grading-script",
+        "prompts-unavailable",
+    ]
+    texts = next(d for d in record.deviations if d.id == "prompts-unavailable")
+    assert "rexmle agents fetch-study-texts" in texts.ours
+    config = json.loads((job.folder / "workspace" / ".adapter" / "config.json").read_text())
+    assert config["selection"] == "study"
+    assert config["steps"] == 2000
+    assert config["study_texts"] is None  # not fetched: the agent gets ReX-MLE's texts
