@@ -209,10 +209,50 @@ def print_deviations(jobs: Sequence[RunJob], settings: RunSettings | None) -> No
         )
 
 
+def writeup_problems(jobs: Sequence[RunJob]) -> dict[str, str]:
+    """Task -> why its solution-informed runs cannot get a write-up (none: they all can)."""
+    from rexmle.errors import RexmleError
+    from rexmle.runner.solution_writeups import render_writeup, writeup_source
+
+    tasks = sorted({job.config.task for job in jobs if job.config.solution_informed})
+    if not tasks:
+        return {}
+    try:
+        source = writeup_source()
+    except RexmleError as error:
+        return dict.fromkeys(tasks, str(error))
+    problems: dict[str, str] = {}
+    for task in tasks:
+        try:
+            render_writeup(task, source(task))
+        except (RexmleError, KeyError, ValueError, OSError) as error:
+            problems[task] = f"{type(error).__name__}: {error}"
+    return problems
+
+
+def print_writeup_problems(jobs: Sequence[RunJob]) -> None:
+    """Say which solution-informed runs would end ``infra_error`` for want of a write-up."""
+    problems = writeup_problems(jobs)
+    if not problems:
+        return
+    runs = sum(1 for job in jobs if job.config.solution_informed and job.config.task in problems)
+    reasons = sorted(set(problems.values()))
+    out.print(
+        f"WARNING: {runs} solution-informed run(s) of {len(problems)} task(s) have no write-up "
+        f"and would end infra_error: {'; '.join(reasons)}",
+        highlight=False,
+        soft_wrap=True,
+        markup=False,
+    )
+
+
 def print_study_sections(jobs: Sequence[RunJob], settings: RunSettings | None) -> None:
-    """Cost, then deviations (what ``rexmle run --dry-run`` prints after its run table)."""
+    """Cost, then deviations (what ``rexmle run --dry-run`` prints after its run table), then
+    solution-informed runs that would lack their write-up.
+    """
     print_cost(jobs, settings)
     print_deviations(jobs, settings)
+    print_writeup_problems(jobs)
 
 
 def print_study_sections_of(

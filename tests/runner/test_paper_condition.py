@@ -259,3 +259,43 @@ def test_the_forecast_is_the_stated_arithmetic_on_the_price_table(tmp_path: Path
     assert "$6.84" in row
     assert "$136.80" in row
     assert "forecast = an estimate, not a measurement" in output
+
+
+@pytest.mark.parametrize("agent", ["aide/claude-sonnet-4-5", "ml-master/gemini-3-pro", "rdagent"])
+def test_a_preset_condition_applies_its_new_fields_to_a_flag_run(agent):
+    from rexmle.runner.experiment import AgentEntry, Experiment, preset_condition, with_condition
+
+    flags = Experiment(
+        name="default", agents=[AgentEntry(agent=agent)], tasks=["isles22"], seeds=[0]
+    )
+    adapter = agent.partition("/")[0]
+    for name in ("paper", "paper-grid/solution-informed"):
+        (job,) = experiment_jobs(with_condition(flags, preset_condition(name)), Path("runs"))
+        settings = job.config.agent.llm
+        assert settings is not None
+        assert settings.steps == STUDY[adapter]["steps"]
+        assert settings.step_timeout_s == STUDY[adapter]["step_timeout_s"]
+        assert job.config.time_limit_s == STUDY[adapter]["time_limit_s"]
+        assert settings.selection == "study"
+        assert settings.scenario == STUDY[adapter]["scenario"]
+        assert job.config.prompts == "study"
+        assert job.config.llm_uncapped is True
+        assert job.config.solution_informed is (True if "solution" in name else None)
+        assert job.group == f"default-{name.rpartition('/')[2]}"
+
+
+def test_dry_run_warns_when_solution_informed_runs_lack_a_writeup(tmp_path: Path, monkeypatch):
+    from rexmle.runner import solution_writeups
+    from rexmle.runner.solution_writeups import WriteupsUnavailable
+
+    def unavailable():
+        msg = "this install lacks the write-ups (test)"
+        raise WriteupsUnavailable(msg)
+
+    monkeypatch.setattr(solution_writeups, "writeup_source", unavailable)
+    args = ("--experiment", "paper-grid", "--condition", "solution-informed")
+    output = dry_run(*args, runs=tmp_path / "r")
+    assert "WARNING: 140 solution-informed run(s) of 20 task(s) have no write-up" in output
+    assert "this install lacks the write-ups (test)" in output
+    paper = dry_run("--experiment", "paper-grid", "--condition", "paper", runs=tmp_path / "r")
+    assert "WARNING" not in paper
