@@ -139,6 +139,14 @@ def test_models_and_conditions_get_their_own_folders_and_ids(tmp_path: Path):
         ({"agents": [{"agent": "dummy", "budget_usd": 3}]}, "not an llm agent"),
         ({"agents": [{"agent": "dummy", "models": ["gpt-5"]}]}, "not an llm agent"),
         ({"conditions": [{"name": "a"}, {"name": "a"}]}, "conditions repeat: a"),
+        (
+            {"conditions": [{"name": "a", "agents": {"nope": {"steps": 1}}}]},
+            "overrides agents the study does not run: nope",
+        ),
+        ({"conditions": [{"name": "a", "budget_usd": 0}]}, "budget_usd must be > 0"),
+        ({"conditions": [{"name": "a", "budget_usd": "lots"}]}, "budget_usd"),
+        ({"conditions": [{"name": "a", "prompts": "theirs"}]}, "prompts"),
+        ({"agents": [{"agent": "dummy", "selection": "study"}]}, "not an llm agent"),
     ],
 )
 def test_bad_experiment_files_are_refused_with_the_reason(tmp_path: Path, fields, reason):
