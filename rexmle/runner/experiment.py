@@ -40,7 +40,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -57,6 +57,7 @@ if TYPE_CHECKING:
 PRESETS = ("paper-grid", "paper-grid-3day")
 """Experiment files shipped with rexmle; ``--experiment paper-grid`` reads one by name."""
 
+_T = TypeVar("_T")
 PromptSet = Literal["study", "rexmle"]
 """Which texts the agents read: ``rexmle`` (ReX-MLE's own rules and task descriptions) or
 ``study`` (the published study's texts, fetched and pinned by :mod:`rexmle.agents.study_texts`,
@@ -449,7 +450,8 @@ class ResolvedEntry:
     solution_informed: bool
 
 
-def _first(*values: object) -> object:
+def _first(*values: _T | None) -> _T | None:
+    """The first value that is not None (None when all are)."""
     return next((v for v in values if v is not None), None)
 
 
@@ -475,7 +477,7 @@ def resolve_entries(
         for entry in experiment.agents:
             base = load_agent(entry.agent)
             override = _override_for(chosen, entry.agent, base.id)
-            budget = _first(
+            budget: Budget | None = _first(
                 override.budget_usd, None if chosen is None else chosen.budget_usd, entry.budget_usd
             )
             llm_only = {
@@ -498,10 +500,12 @@ def resolve_entries(
             if chosen is not None:
                 network = chosen.network if chosen.network is not None else network
                 memory = chosen.memory_limit_mb or memory
-            selection = _first(
+            selection: SelectionPolicy | None = _first(
                 override.selection, None if chosen is None else chosen.selection, entry.selection
             )
-            prompts = _first(None if chosen is None else chosen.prompts, experiment.prompts)
+            prompts: PromptSet = (
+                chosen.prompts if chosen is not None and chosen.prompts else experiment.prompts
+            )
             informed = _first(
                 None if chosen is None else chosen.solution_informed, experiment.solution_informed
             )
@@ -516,13 +520,13 @@ def resolve_entries(
                     time_limit_s=time_limit_of(experiment, condition, entry.agent),
                     network=network,
                     memory_limit_mb=memory,
-                    selection=selection if base.llm is not None else None,  # type: ignore[arg-type]
+                    selection=selection if base.llm is not None else None,
                     scenario=override.scenario or entry.scenario,
                 )
                 resolved[(condition, entry.agent, model)] = ResolvedEntry(
                     spec=spec,
-                    budget_usd=budget if base.llm is not None else None,  # type: ignore[arg-type]
-                    prompts=prompts,  # type: ignore[arg-type]
+                    budget_usd=budget if base.llm is not None else None,
+                    prompts=prompts,
                     solution_informed=bool(informed),
                 )
     return resolved
