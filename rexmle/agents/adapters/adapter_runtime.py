@@ -160,6 +160,9 @@ def compose_instructions(config: dict[str, object], *, step_word: str = "steps")
     return "\n".join([rules.rstrip("\n"), *notes])
 
 
+STUDY_VALIDATE_PORT = 5001
+"""The validation port ML-Master's fixed prompt files name; another port is written in its place
+when the forwarder could not take it."""
 STUDY_LAYOUT = {
     "aide": ("rules", "aide_notes", "description", "score"),
     "ml-master": ("ml_master_prompt",),
@@ -230,9 +233,15 @@ def compose_prompt(config: dict[str, object], agent: str, *, step_word: str = "s
             raise AdapterError(msg) from err
         if name == "rules":
             text = text.replace("/home/", "")
+        if name == "aide_notes":  # the study filled in only these notes' variables
+            text = _substitute(text, values)
+        if name == "ml_master_prompt" and config.get("forwarder_port") != STUDY_VALIDATE_PORT:
+            text = text.replace(
+                f"localhost:{STUDY_VALIDATE_PORT}", f"localhost:{config.get('forwarder_port')}"
+            )
         if name == "description" and agent == "aide":
             text = "## Task description\n\n" + text
-        parts.append(_substitute(text, values).rstrip("\n"))
+        parts.append(text.rstrip("\n"))
     if config.get("solution"):
         parts.append(_workspace_file(config, config["solution"]).read_text(encoding="utf-8"))
     return "\n\n".join(parts).rstrip("\n") + "\n"
@@ -498,6 +507,16 @@ Builder = Callable[[dict[str, object], dict[str, str]], Launch]
 Keeper = Callable[
     [dict[str, object], BestSubmission], tuple[Callable[[], None], Callable[[], None]]
 ]
+
+
+def port_is_free(port: int) -> bool:
+    """Whether nothing listens on ``port`` of 127.0.0.1 now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
 
 
 def free_port() -> int:
