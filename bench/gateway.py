@@ -109,7 +109,7 @@ def overshoot(gateway: Any, upstream: Any, folder: Path) -> dict[str, float]:
     run = folder / "overshoot"
     run.mkdir()
     limits = Limits(budget_usd=OVERSHOOT_BUDGET_USD, max_calls_per_minute=None)
-    link = gateway.register("overshoot", run, socket_dir=run, limits=limits)
+    link = gateway.register("overshoot", run, limits=limits)
     upstream.reset(default=Reply(text="ok", delay_s=OVERSHOOT_DELAY_S))
     workers = [
         threading.Thread(
@@ -160,7 +160,7 @@ limits: {{budget_usd: 1000.0, max_calls_per_minute: 100000}}
         )
         with Gateway(config, env=env) as gateway, tempfile.TemporaryDirectory() as folder:
             figures["start_s"] = gateway.startup_s
-            link = gateway.register("bench", Path(folder), socket_dir=Path(folder))
+            link = gateway.register("bench", Path(folder))
             for stream in (False, True):
                 body = {
                     "model": "gw/gpt-5",

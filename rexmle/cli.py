@@ -467,10 +467,10 @@ def report(
     from rexmle.report import collect_runs, leaderboard_tables, run_table, write_report
     from rexmle.report.console import leaderboard_console_tables
     from rexmle.report.paper import comparison_appendix, paper_comparisons
-    from rexmle.report.regrade import regrade_runs
     from rexmle.report.render import banners
     from rexmle.report.runtable import write_run_table
     from rexmle.report.tables import key_label
+    from rexmle.runner.regrade import regrade_runs
 
     data_dir = resolve_data_dir(data_dir)
     try:

@@ -10,8 +10,8 @@ import pytest
 
 from rexmle.agents.registry import load_agent
 from rexmle.preparation import MINI_SECRET_FILE, fixture_seed, prepare_task
+from rexmle.records.runs import RunConfig, run_dir
 from rexmle.runner.executor import RunJob, RunOptions, execute_run
-from rexmle.runner.records import RunConfig, run_dir
 from rexmle.runner.sandbox.local import LocalSandbox
 from rexmle.runner.settings import RunSettings
 from rexmle.tasks.registry import all_tasks

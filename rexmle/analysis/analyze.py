@@ -22,7 +22,7 @@ from rexmle.analysis.cases import case_pairs, mask_column, read_pair
 from rexmle.analysis.geometry import GeometryFinding, diagnose
 from rexmle.analysis.taxonomy import FailureClass, classify
 from rexmle.errors import RexmleError
-from rexmle.report.collect import RunResult
+from rexmle.records.results import RunResult
 
 MAX_CASES = 5
 """Cases examined per run (spread evenly over the sorted case ids)."""

@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from rexmle.report.collect import RunResult
+from rexmle.records.results import RunResult
 
 EARLY_EXIT_FRACTION = 0.1
 STDERR_TAIL_BYTES = 64 * 1024

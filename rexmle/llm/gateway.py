@@ -3,9 +3,8 @@
 ::
 
     with Gateway(load_llm_config(path)) as gateway:        # proxy on 127.0.0.1:<port>
-        with gateway.open_run("run-id", run_folder, socket_dir) as link:
-            sandbox.run(SandboxRequest(..., env={**env, **link.env}, relays=(link.relay,),
-                                       cancel=link.stop))
+        with gateway.open_run("run-id", run_folder) as link:   # link.port: the proxy's port
+            sandbox.run(SandboxRequest(..., env={**env, **link.env}, cancel=link.stop))
             link.stopped_reason()   # budget spent / rate cap, or None
             link.totals()           # ends the token, waits for calls in flight: run.json's llm
 
@@ -13,11 +12,14 @@ The proxy runs from its own environment (:mod:`rexmle.llm.environment`) with the
 and a random master key in ITS environment only, started by :mod:`rexmle.llm.proxy_launch`
 behind :mod:`rexmle.llm.proxy_guard`; its state folder (config, hook, registered runs) is a
 private temporary folder, hidden from sandboxes. A run gets a random token
-(registered by its hash), a unix-socket bridge for the sandbox relay, and a watcher that sets
+(registered by its hash) and a watcher that sets
 the run's ``stop`` event within :data:`WATCH_INTERVAL_S` of the gateway's stop file appearing
 (or of the harness's own cancel event). When the run ends its token is refused and the harness
 waits (up to the config's ``request_timeout_s``) for the calls still in flight, so that their
 usage is in the run's totals.
+
+The gateway knows no sandbox: a run's link gives the proxy's port, and the runner, which owns
+the sandbox's relays, bridges that port into the sandbox.
 """
 
 from __future__ import annotations
@@ -58,8 +60,6 @@ from rexmle.llm.proxy_config import (
 )
 from rexmle.llm.usage import TRAJECTORY_FILE, USAGE_FILE, LlmTotals, summarize_usage
 from rexmle.processes import stop_process_group
-from rexmle.runner.sandbox import Relay
-from rexmle.runner.sandbox.shim import start_unix_bridge
 
 WATCH_INTERVAL_S = 0.25
 STARTUP_TIMEOUT_S = 180.0
@@ -75,7 +75,6 @@ STATE_MODULES = (
 )
 """Our modules the proxy loads: (file in this package, module name in the state folder)."""
 TOKEN_PREFIX = "rxg-"
-SOCKET_NAME = "gateway.sock"
 
 
 class GatewayError(RexmleError):
@@ -151,12 +150,6 @@ def _reap_group(pgid: int, timeout_s: float = 5.0) -> None:
         time.sleep(0.05)
 
 
-def _close_listener(listener: socket.socket) -> None:
-    with contextlib.suppress(OSError):
-        listener.shutdown(socket.SHUT_RDWR)
-    listener.close()
-
-
 @dataclass
 class RunLink:
     """One run's connection to the gateway (see the module docstring)."""
@@ -164,7 +157,8 @@ class RunLink:
     run_id: str
     token: str
     base_url: str
-    relay: Relay
+    port: int
+    """The proxy's port on 127.0.0.1 (what a relay into a sandbox forwards to)."""
     usage_path: Path
     stop_path: Path
     registration_path: Path
@@ -398,9 +392,7 @@ class Gateway:
     ) -> None:
         self.stop()
 
-    def register(
-        self, run_id: str, folder: Path, *, socket_dir: Path, limits: Limits | None = None
-    ) -> RunLink:
+    def register(self, run_id: str, folder: Path, *, limits: Limits | None = None) -> RunLink:
         """Give a run a token; its usage and trajectory go to ``folder``; ``limits`` default to
         the config's.
         """
@@ -432,7 +424,7 @@ class Gateway:
             run_id=run_id,
             token=token,
             base_url=self.base_url,
-            relay=Relay(self.port, socket_dir / SOCKET_NAME),
+            port=self.port,
             usage_path=usage_path,
             stop_path=stop_path,
             registration_path=registration,
@@ -450,14 +442,12 @@ class Gateway:
         self,
         run_id: str,
         folder: Path,
-        socket_dir: Path,
         *,
         cancel: threading.Event | None = None,
         limits: Limits | None = None,
     ) -> Iterator[RunLink]:
-        """Register the run, bridge its relay socket, watch its stop file; undo all at exit."""
-        link = self.register(run_id, folder, socket_dir=socket_dir, limits=limits)
-        listener = start_unix_bridge(link.relay.socket, self.port)
+        """Register the run and watch its stop file; undo both at exit."""
+        link = self.register(run_id, folder, limits=limits)
         done = threading.Event()
 
         def watch() -> None:
@@ -476,6 +466,4 @@ class Gateway:
         finally:
             done.set()
             watcher.join()
-            _close_listener(listener)
-            link.relay.socket.unlink(missing_ok=True)
             self.unregister(link)

@@ -2,7 +2,8 @@
 condition and data mode, seed statistics, Markdown, JSON and HTML with plots.
 """
 
-from rexmle.report.collect import RunResult, collect_runs
+from rexmle.records.results import RunResult
+from rexmle.report.collect import collect_runs
 from rexmle.report.runtable import run_table, write_run_table
 from rexmle.report.tables import leaderboard_table, leaderboard_tables, seed_statistics
 from rexmle.report.write import write_report

@@ -29,7 +29,8 @@ import pandas as pd
 
 from rexmle.errors import RexmleError
 from rexmle.grading.report import read_grade_report
-from rexmle.report.collect import RunResult
+from rexmle.records.results import RunResult
+from rexmle.records.runs import RunRecord
 from rexmle.report.htmlpage import (
     cell_text,
     html_table,
@@ -112,20 +113,19 @@ def _timestamp(value: object) -> datetime | None:
         return None
 
 
-def status_timeline(record: dict[str, object]) -> str:
+def status_timeline(record: RunRecord | None) -> str:
     """An SVG bar of the run's phases (workspace, agent, grade) in proportion to their seconds."""
-    timings = record.get("timings_s")
-    timings = timings if isinstance(timings, dict) else {}
+    timings = {} if record is None else record.timings_s
     phases = [
         (name, float(timings[name]))
         for name in ("workspace", "agent", "grade")
-        if isinstance(timings.get(name), int | float) and float(timings[name]) >= 0
+        if name in timings and timings[name] >= 0
     ]
-    started, finished = _timestamp(record.get("started_at")), _timestamp(record.get("finished_at"))
-    text = f"started {human_iso(str(record.get('started_at', '?')))}"
-    text += (
-        f", finished {human_iso(str(record.get('finished_at')))}" if finished else ", not finished"
-    )
+    started_at = None if record is None else record.started_at
+    finished_at = None if record is None else record.finished_at
+    started, finished = _timestamp(started_at), _timestamp(finished_at)
+    text = f"started {human_iso(started_at or '?')}"
+    text += f", finished {human_iso(str(finished_at))}" if finished else ", not finished"
     if started and finished:
         text += f" ({human_seconds((finished - started).total_seconds())} wall clock)"
     total = sum(seconds for _, seconds in phases)
@@ -246,22 +246,6 @@ def _collected_files(result: RunResult, assets: Assets | None) -> str:
     return f"<h3>Collected agent output</h3><ul>{''.join(items)}</ul>"
 
 
-def _agent_record(result: RunResult) -> dict[str, object]:
-    record = _run_record(result)
-    config = record.get("config")
-    agent = config.get("agent") if isinstance(config, dict) else None
-    return agent if isinstance(agent, dict) else {}
-
-
-def _run_record(result: RunResult) -> dict[str, object]:
-    path = result.path / "run.json"
-    try:
-        loaded = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
-    except (OSError, json.JSONDecodeError):
-        return {}
-    return loaded if isinstance(loaded, dict) else {}
-
-
 def agent_code(result: RunResult) -> list[tuple[str, str]]:
     """(path relative to the run folder, text) of the agent's own code, best first.
 
@@ -310,10 +294,10 @@ def _python_files(folder: Path) -> list[Path]:
 
 
 def _code_section(result: RunResult, assets: Assets | None) -> str:
-    agent = _agent_record(result)
-    kind = str(agent.get("kind", ""))
+    agent = None if result.record is None else result.record.config.agent
+    kind = "" if agent is None else agent.kind
     parts = ["<h2>Agent's code</h2>"]
-    command = agent.get("command")
+    command = None if agent is None else agent.command
     if command:
         shown = " ".join(str(c) for c in command) if isinstance(command, list) else str(command)
         parts.append(
@@ -531,7 +515,7 @@ def render_run_page(
     """One run's page (see the module docstring); ``geometry`` is the run's geometry verdict
     in words (empty when not examined); files are copied into ``assets`` when given.
     """
-    record = _run_record(result)
+    record = result.record
     summary = {
         "status": result.status,
         "failure class": failure,
@@ -553,7 +537,7 @@ def render_run_page(
         "agent ran": "" if result.agent_seconds is None else human_seconds(result.agent_seconds),
         "exit code": "" if result.exit_code is None else str(result.exit_code),
         "validation requests": str(result.validation_requests),
-        "run id": str(record.get("run_id", "")),
+        "run id": "" if record is None else record.run_id,
         "group / condition": f"{result.group} / {result.condition or '-'}",
         **{k: _summary_value(v) for k, v in result.extra.items()},
     }

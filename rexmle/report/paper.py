@@ -9,7 +9,7 @@ definitions, which differ from the official ones on 13 tasks (``docs/study-errat
 For the runs of the paper's agents (``aide``, ``ml-master``, ``rdagent``) the comparison shows,
 per (group, condition, data) and never pooled across them, per task and agent: our headline value
 and percentile under ``official``, the same under ``study`` (the runs regraded,
-:mod:`rexmle.report.regrade`) when given, and the published cell; a last row per agent holds the
+:mod:`rexmle.runner.regrade`) when given, and the published cell; a last row per agent holds the
 overall mean percentiles. Our cells follow the published form: the value is the mean over the
 valid seeds, the percentile the mean over the scored seeds (a FAIL seed counts 0), FAIL when no
 seed is valid. So the grader's share of a difference is the official-to-study change, and the
@@ -27,7 +27,7 @@ from importlib import resources
 import numpy as np
 import pandas as pd
 
-from rexmle.report.collect import RunResult
+from rexmle.records.results import RunResult
 from rexmle.report.htmlpage import html_table
 from rexmle.report.render import Appendix, _markdown_table
 from rexmle.report.runtable import TABLE_KEY, run_table

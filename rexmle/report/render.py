@@ -17,7 +17,7 @@ import pandas as pd
 
 from rexmle import __version__
 from rexmle.grading.report import MINI_BANNER
-from rexmle.report.collect import RunResult
+from rexmle.records.results import RunResult
 from rexmle.report.htmlpage import cell_text, html_table, page
 from rexmle.report.plots import gap_to_human, mean_percentile_bars, percentile_heatmap
 from rexmle.report.runtable import run_table

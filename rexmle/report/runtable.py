@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from rexmle.errors import RexmleError
-from rexmle.report.collect import RunResult
+from rexmle.records.results import RunResult
 from rexmle.tasks.registry import all_tasks
 
 CATEGORY_OF_TYPE = {

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from rexmle.errors import RexmleError
-from rexmle.report.collect import RunResult
+from rexmle.records.results import RunResult
 from rexmle.report.runtable import (
     CATEGORY_OF_TYPE,
     CATEGORY_ORDER,

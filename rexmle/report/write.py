@@ -6,8 +6,8 @@ import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 
+from rexmle.records.results import RunResult
 from rexmle.report.browser import write_browser
-from rexmle.report.collect import RunResult
 from rexmle.report.render import (
     Appendix,
     render_html,

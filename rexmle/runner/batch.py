@@ -13,8 +13,8 @@ from pathlib import Path
 
 from rexmle.agents.registry import AgentSpec
 from rexmle.errors import DataError, NotPrepared, SpecError, TaskNotImplemented
+from rexmle.records.runs import RunConfig, needs_run, run_dir
 from rexmle.runner.executor import RunJob
-from rexmle.runner.records import RunConfig, needs_run, run_dir
 from rexmle.tasks.registry import all_tasks, get_task, load_task
 
 SUITES = ("mini", "all")

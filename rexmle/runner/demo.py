@@ -21,9 +21,9 @@ from rich.console import Console
 from rexmle.agents.dummy import copy_sample_submission
 from rexmle.errors import RexmleError
 from rexmle.grading.report import MINI_BANNER
+from rexmle.records.runs import read_record
 from rexmle.runner.executors import EXECUTORS, EXIT_INTERRUPTED, Invocation, plan
 from rexmle.runner.experiment import AgentEntry, ExecutorSettings, Experiment
-from rexmle.runner.records import read_record
 from rexmle.runner.sandbox import SandboxKind
 from rexmle.runner.settings import RunSettings
 from rexmle.tasks.registry import all_tasks, get_task

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from rexmle.llm.config import Limits
-from rexmle.runner.records import DeviationRecord, RunConfig
+from rexmle.records.runs import DeviationRecord, RunConfig
 
 STUDY_TIME_LIMITS_S = (43200.0, 259200.0)
 """The scripts' wall-clock limits: 12 h (``timeout`` in ``aide/start.sh``, ``ML-Master/start.sh``,

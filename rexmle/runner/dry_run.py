@@ -21,9 +21,9 @@ from rexmle.terminal import console
 
 if TYPE_CHECKING:
     from rexmle.llm.config import Limits, LlmConfig
+    from rexmle.records.runs import DeviationRecord
     from rexmle.runner.executor import RunJob
     from rexmle.runner.experiment import Experiment
-    from rexmle.runner.records import DeviationRecord
     from rexmle.runner.settings import RunSettings
 
 out = console()

@@ -56,11 +56,7 @@ from rexmle.errors import RexmleError
 from rexmle.grading.report import GradeReport, read_grade_report
 from rexmle.llm.gateway import Gateway, RunLink, strip_provider_keys
 from rexmle.processes import stop_process_group
-from rexmle.runner.deviations import deviations_of
-from rexmle.runner.leftovers import SocketDir, remove_stale_socket_dirs
-from rexmle.runner.limits import limited_argv, module_argv
-from rexmle.runner.llm_cost import enforced_limits
-from rexmle.runner.records import (
+from rexmle.records.runs import (
     DeviationRecord,
     GradeSummary,
     RunConfig,
@@ -73,6 +69,10 @@ from rexmle.runner.records import (
     read_record,
     write_record,
 )
+from rexmle.runner.deviations import deviations_of
+from rexmle.runner.leftovers import SocketDir, remove_stale_socket_dirs
+from rexmle.runner.limits import limited_argv, module_argv
+from rexmle.runner.llm_cost import enforced_limits
 from rexmle.runner.run_lock import RunLocked, run_folder_lock
 from rexmle.runner.run_texts import prepare_run_texts
 from rexmle.runner.sandbox import (
@@ -84,6 +84,7 @@ from rexmle.runner.sandbox import (
     recorded_limits,
 )
 from rexmle.runner.sandbox.cgroups import remove_stale_cgroups
+from rexmle.runner.sandbox.shim import unix_bridge
 from rexmle.runner.settings import RunSettings
 from rexmle.runner.trees import strip_special_bits
 from rexmle.runner.validation_server import ValidationServer
@@ -338,16 +339,25 @@ def _needs_gateway(job: RunJob, options: RunOptions) -> bool:
     )
 
 
+GATEWAY_SOCKET = "gateway.sock"
+"""The unix socket in a run's socket folder that relays the sandbox's gateway port."""
+
+
 @contextlib.contextmanager
-def _llm_link(job: RunJob, options: RunOptions, socket_dir: Path) -> Iterator[RunLink | None]:
+def _llm_link(
+    job: RunJob, options: RunOptions, socket_dir: Path
+) -> Iterator[tuple[RunLink, Relay] | tuple[None, None]]:
+    """The run's gateway link and the relay that bridges its port into the sandbox."""
     if options.gateway is None or not _needs_gateway(job, options):
-        yield None
+        yield None, None
         return
     limits = enforced_limits(job.config, options.gateway.config.limits)
     with options.gateway.open_run(
-        job.config.run_id(), job.folder, socket_dir, cancel=options.cancel, limits=limits
+        job.config.run_id(), job.folder, cancel=options.cancel, limits=limits
     ) as link:
-        yield link
+        relay = Relay(link.port, socket_dir / GATEWAY_SOCKET)
+        with unix_bridge(relay.socket, relay.port):
+            yield link, relay
 
 
 def _run_deviations(
@@ -481,10 +491,10 @@ def _execute_locked(
             strip_provider_keys(env, options.gateway)
             socket_path = server.socket_path
             relays = [] if socket_path is None else [Relay(server.port, socket_path)]
-            with _llm_link(job, options, socket_dir) as link:
-                if link is not None:
+            with _llm_link(job, options, socket_dir) as (link, gateway_relay):
+                if link is not None and gateway_relay is not None:
                     env.update(link.env)
-                    relays.append(link.relay)
+                    relays.append(gateway_relay)
                 argv, readonly, record.agent_env = _agent_command(
                     job, workspace.root, server.url, env, texts.adapter_config()
                 )

@@ -44,10 +44,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from rexmle.errors import RexmleError
-from rexmle.runner.executor import RunJob
-from rexmle.runner.experiment import SlurmResources
-from rexmle.runner.limits import module_argv
-from rexmle.runner.records import (
+from rexmle.records.runs import (
     FINAL_STATUSES,
     RunRecord,
     RunStatus,
@@ -55,6 +52,9 @@ from rexmle.runner.records import (
     read_record,
     write_record,
 )
+from rexmle.runner.executor import RunJob
+from rexmle.runner.experiment import SlurmResources
+from rexmle.runner.limits import module_argv
 from rexmle.runner.settings import RunSettings
 from rexmle.runner.status import ALIVE_JOB_STATES, SCHEDULED_JSON, scheduled_job
 
@@ -311,7 +311,7 @@ def _write_ended(
     folder: Path, job_id: str, status: RunStatus, why: str, record: RunRecord | None
 ) -> None:
     """Write the record of a run whose job ended without writing one (built from batch.json)."""
-    from rexmle.runner.records import RunConfig
+    from rexmle.records.runs import RunConfig
 
     now = datetime.now(UTC).isoformat(timespec="seconds")
     if record is None:

@@ -28,9 +28,9 @@ from types import FrameType
 
 from pydantic import ValidationError
 
+from rexmle.records.runs import RunConfig, SchedulerRecord
 from rexmle.runner.executor import RunJob, RunOptions, execute_run, remove_leftovers
 from rexmle.runner.executor_slurm import BATCH_JSON
-from rexmle.runner.records import RunConfig, SchedulerRecord
 from rexmle.runner.settings import RunSettings
 
 
@@ -81,8 +81,8 @@ def main(argv: list[str] | None = None) -> int:
     from rich.console import Console
 
     from rexmle.errors import RexmleError
-    from rexmle.llm.run_setup import running_gateway
     from rexmle.runner.executors import batch_gateway
+    from rexmle.runner.gateway_setup import running_gateway
     from rexmle.runner.sandbox import choose_sandbox
 
     try:

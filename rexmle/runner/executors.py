@@ -30,8 +30,8 @@ from rexmle.runner.experiment import Experiment, RunKey
 
 if TYPE_CHECKING:
     from rexmle.llm.gateway import Gateway
+    from rexmle.records.runs import RunRecord
     from rexmle.runner.executor import RunJob
-    from rexmle.runner.records import RunRecord
     from rexmle.runner.settings import RunSettings
 
 EXIT_CANCELLED = 1
@@ -122,7 +122,7 @@ def batch_gateway(jobs: Sequence[RunJob], settings: RunSettings) -> Gateway | No
     Raises:
         SpecError: an invalid LLM config, or an agent passing provider keys into its sandbox.
     """
-    from rexmle.llm.run_setup import plan_gateway
+    from rexmle.runner.gateway_setup import plan_gateway
 
     groups = {job.group for job in jobs}
     # the log lives with the runs it served: their group's folder when they share one
@@ -179,8 +179,8 @@ def interrupt_on_sigterm() -> Iterator[None]:
 def run_local(batch: Batch, settings: RunSettings, how: Invocation, err: Console) -> int:
     """Run the batch in the local pool (with the LLM gateway when the runs need it)."""
     from rexmle.errors import RexmleError
-    from rexmle.llm.run_setup import running_gateway
     from rexmle.runner.executor import RunOptions, run_jobs
+    from rexmle.runner.gateway_setup import running_gateway
     from rexmle.runner.sandbox import choose_sandbox
     from rexmle.tasks.parallel import default_workers
 

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from rexmle.llm.config import Limits, LlmConfig
-    from rexmle.runner.records import RunConfig
+    from rexmle.records.runs import RunConfig
 
 
 @dataclass(frozen=True)

@@ -11,9 +11,9 @@ from rich.table import Table
 from rexmle.terminal import console
 
 if TYPE_CHECKING:
+    from rexmle.records.runs import RunRecord
     from rexmle.runner.executor import RunJob
     from rexmle.runner.experiment import Experiment, RunKey
-    from rexmle.runner.records import RunRecord
     from rexmle.runner.settings import RunSettings
 
 out = console()
@@ -25,7 +25,7 @@ def print_records_json(jobs: list[RunJob]) -> None:
     import json
     import sys
 
-    from rexmle.runner.records import read_record
+    from rexmle.records.runs import read_record
 
     payload = []
     for job in jobs:

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rexmle.runner.records import RunConfig
+from rexmle.records.runs import RunConfig
 from rexmle.runner.solution_writeups import (
     WriteupSource,
     render_writeup,

@@ -18,8 +18,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from rexmle.records.runs import SettingsRecord
 from rexmle.runner.limits import DEFAULT_GRADE_MEMORY_BYTES, DEFAULT_VALIDATION_MEMORY_BYTES
-from rexmle.runner.records import SettingsRecord
 from rexmle.runner.sandbox import SandboxKind
 from rexmle.runner.validation_server import (
     DEFAULT_MAX_REQUESTS_PER_MINUTE,

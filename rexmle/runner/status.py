@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rexmle.runner.records import FINAL_STATUSES, RUN_JSON, RunRecord, read_record
+from rexmle.records.runs import FINAL_STATUSES, RUN_JSON, RunRecord, read_record
 
 SCHEDULED_JSON = "scheduled.json"
 """Written into a run folder when its job is submitted to a scheduler (see ``slurm.py``)."""

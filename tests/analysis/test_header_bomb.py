@@ -26,6 +26,7 @@ from rexmle.grading import grade_submission
 from rexmle.grading.grader import write_report
 from rexmle.io import ImageTooLarge, read_image, write_image
 from rexmle.report import collect_runs
+from tests.run_records import write_run_json
 
 BOMB_SIDE = 1024
 PEAK_RSS_LIMIT_MIB = 300
@@ -59,7 +60,7 @@ def _graded_run(runs: Path, agent: str, submission: Path, data_dir: Path) -> Pat
     folder = runs / "g" / "isles22" / agent / "seed-0"
     folder.mkdir(parents=True)
     status = "completed" if report.valid else "invalid_submission"
-    (folder / "run.json").write_text(json.dumps({"status": status, "config": {"mini": True}}))
+    write_run_json(folder, {"status": status, "config": {"mini": True}})
     write_report(report, folder / "grade.json")
     shutil.copytree(submission, folder / "submission")
     return folder

@@ -20,13 +20,14 @@ from rexmle.grading.grader import write_report
 from rexmle.io import read_image, write_image
 from rexmle.report import collect_runs
 from tests.grade_reports import grade_report_json
+from tests.run_records import write_run_json
 
 
 def _folder(runs: Path, agent: str, seed: int, record: dict, *, stderr: str = "") -> Path:
     folder = runs / "g" / "isles22" / agent / f"seed-{seed}"
     folder.mkdir(parents=True)
     record = {"config": {"mini": True, "time_limit_s": 1000.0}, **record}
-    (folder / "run.json").write_text(json.dumps(record))
+    write_run_json(folder, record)
     (folder / "agent.stderr.log").write_text(stderr)
     return folder
 
@@ -96,7 +97,7 @@ def _graded_run(runs: Path, task: str, agent: str, submission: Path, data_dir: P
     folder = runs / "g" / task / agent / "seed-0"
     folder.mkdir(parents=True)
     status = "completed" if report.valid else "invalid_submission"
-    (folder / "run.json").write_text(json.dumps({"status": status, "config": {"mini": True}}))
+    write_run_json(folder, {"status": status, "config": {"mini": True}})
     write_report(report, folder / "grade.json")
     shutil.copytree(submission, folder / "submission")
 

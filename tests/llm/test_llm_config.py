@@ -9,7 +9,7 @@ from rexmle.errors import SpecError
 from rexmle.llm.config import load_llm_config, parse_llm_config
 from rexmle.llm.gateway import gateway_variables, strip_provider_keys
 from rexmle.llm.proxy_config import ALLOWED_ROUTES, hook_settings, litellm_config, usable_models
-from rexmle.llm.run_setup import check_no_provider_keys, plan_gateway
+from rexmle.runner.gateway_setup import check_no_provider_keys, plan_gateway
 
 CONFIG = """
 providers:

@@ -53,9 +53,7 @@ def lines(link: RunLink, expected: int) -> list[dict[str, Any]]:
 
 @pytest.fixture
 def link(llm_gateway: Gateway, tmp_path: Path):
-    registered = llm_gateway.register(
-        "test-run", tmp_path, socket_dir=tmp_path, limits=Limits(budget_usd=1.0)
-    )
+    registered = llm_gateway.register("test-run", tmp_path, limits=Limits(budget_usd=1.0))
     yield registered
     llm_gateway.unregister(registered)
 
@@ -157,7 +155,7 @@ def test_unknown_tokens_and_admin_routes_are_refused(llm_gateway, upstream, link
 
 
 def test_a_token_is_refused_once_its_run_is_unregistered(llm_gateway, upstream, tmp_path):
-    link = llm_gateway.register("ended", tmp_path, socket_dir=tmp_path)
+    link = llm_gateway.register("ended", tmp_path)
     assert call(llm_gateway, "/v1/chat/completions", CHAT, bearer(link))[0] == 200
     llm_gateway.unregister(link)
     status, text = call(llm_gateway, "/v1/chat/completions", CHAT, bearer(link))
@@ -167,7 +165,7 @@ def test_a_token_is_refused_once_its_run_is_unregistered(llm_gateway, upstream, 
 
 
 def test_budget_refuses_and_writes_the_stop_reason(llm_gateway, upstream, tmp_path):
-    link = llm_gateway.register("budget", tmp_path, socket_dir=tmp_path)  # 0.01 USD
+    link = llm_gateway.register("budget", tmp_path)  # 0.01 USD
     upstream.reset(default=Reply(text="pricey", input_tokens=10_000, output_tokens=1))
     # 10000 * 1.25 + 1 * 10 = 12510 per 1M -> 0.01251 USD, over the 0.01 budget at once
     first = call(llm_gateway, "/v1/chat/completions", CHAT, bearer(link))
@@ -185,7 +183,7 @@ def test_budget_refuses_and_writes_the_stop_reason(llm_gateway, upstream, tmp_pa
 
 @pytest.mark.usefixtures("upstream")
 def test_rate_cap_refuses_the_fourth_call_in_a_minute(llm_gateway, tmp_path):
-    link = llm_gateway.register("rate", tmp_path, socket_dir=tmp_path)  # 3 calls per minute
+    link = llm_gateway.register("rate", tmp_path)  # 3 calls per minute
     codes = [call(llm_gateway, "/v1/chat/completions", CHAT, bearer(link))[0] for _ in range(4)]
     assert codes == [200, 200, 200, 429]
     assert "3 calls per minute" in (link.stopped_reason() or "")
@@ -296,7 +294,7 @@ CALL_USD = (8000 * 1.25 + 1 * 10.0) / 1e6
 def test_forty_parallel_calls_stay_within_the_budget(llm_gateway, upstream, tmp_path):
     budget = 0.05  # room for 4.99 calls
     link = llm_gateway.register(
-        "parallel", tmp_path, socket_dir=tmp_path,
+        "parallel", tmp_path,
         limits=Limits(budget_usd=budget, max_calls_per_minute=None),
     )  # fmt: skip
     upstream.reset(default=Reply(text="ok", delay_s=0.5))
@@ -318,7 +316,7 @@ def test_forty_parallel_calls_stay_within_the_budget(llm_gateway, upstream, tmp_
 def test_calls_in_flight_per_run_are_capped(llm_gateway, upstream, tmp_path):
     delay = 0.6
     link = llm_gateway.register(
-        "in-flight", tmp_path, socket_dir=tmp_path,
+        "in-flight", tmp_path,
         limits=Limits(budget_usd=100.0, max_calls_per_minute=None, max_calls_in_flight=4),
     )  # fmt: skip
     upstream.reset(default=Reply(text="ok", delay_s=delay))
@@ -331,9 +329,7 @@ def test_calls_in_flight_per_run_are_capped(llm_gateway, upstream, tmp_path):
 
 
 def test_calls_finishing_after_the_run_ends_are_in_its_totals(llm_gateway, upstream, tmp_path):
-    link = llm_gateway.register(
-        "late", tmp_path, socket_dir=tmp_path, limits=Limits(budget_usd=1.0)
-    )
+    link = llm_gateway.register("late", tmp_path, limits=Limits(budget_usd=1.0))
     upstream.reset(default=Reply(text="late", input_tokens=1000, output_tokens=1, delay_s=2.0))
     worker = threading.Thread(target=parallel_calls, args=(llm_gateway, link, CHAT, 3))
     worker.start()

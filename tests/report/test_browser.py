@@ -27,6 +27,7 @@ from rexmle.io import read_image, write_image
 from rexmle.llm.metering import RunEntry, RunMeter, UsageLine
 from rexmle.report.overlays import write_overlays
 from tests.grade_reports import grade_report_json
+from tests.run_records import write_run_json
 
 pytestmark = pytest.mark.skipif(
     chromium_binary() is None, reason="chromium is not installed (.ci/run installs it with apt)"
@@ -48,7 +49,7 @@ def _run_folder(runs: Path, task: str, agent: str, seed: int, record: dict) -> P
         "finished_at": "2026-12-01T10:41:00+00:00",
         "timings_s": {"workspace": 3.0, "agent": 2400.0, "grade": 57.0, "total": 2460.0},
     }
-    (folder / "run.json").write_text(json.dumps({**base, **record}))
+    write_run_json(folder, {**base, **record})
     return folder
 
 
@@ -164,8 +165,10 @@ def browser_dir(prepared_mini, tmp_path_factory) -> Path:
     aide = _run_folder(
         runs, "isles22", "aide", 0,
         {"status": "completed", "config": {"mini": True, "time_limit_s": 3600.0,
-                                           "agent": {"id": "aide", "kind": "llm"}},
-         "llm": {"requests": 2, "tokens_in": 2700, "tokens_out": 300, "cost_usd": 0.0064}},
+                                           "agent": {"id": "aide", "kind": "llm", "llm": {
+                                               "adapter": "aide", "environment": "aide",
+                                               "models": {"code": "gpt-5"}}}},
+         "llm": {"calls": 2, "tokens_in": 2700, "tokens_out": 300, "cost_usd": 0.0064}},
     )  # fmt: skip
     _graded_copy(isles, aide, "isles22")
     _llm_calls(aide)
@@ -354,7 +357,7 @@ def test_a_ten_agent_leaderboard_fits_without_sideways_scroll(tmp_path: Path) ->
             folder.mkdir(parents=True)
             record = {"status": "completed", "config": {"mini": False, "time_limit_s": 600.0},
                       "sandbox": {"kind": "bwrap", "isolated": True}}  # fmt: skip
-            (folder / "run.json").write_text(json.dumps(record))
+            write_run_json(folder, record)
             from rexmle.tasks.registry import get_task
 
             key = get_task(task).headline.key

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from rexmle.tasks.registry import all_tasks
+from tests.run_records import write_run_json
 
 
 def _rexmle(*args: str) -> subprocess.CompletedProcess[str]:
@@ -114,7 +115,7 @@ def test_analyze_takes_the_data_dir_from_the_environment(prepared_mini, tmp_path
     dirs = prepared_mini("isles22")
     folder = tmp_path / "runs" / "paper" / "isles22" / "oracle" / "seed-0"
     folder.mkdir(parents=True)
-    (folder / "run.json").write_text(json.dumps({"status": "completed", "config": {"mini": True}}))
+    write_run_json(folder, {"status": "completed", "config": {"mini": True}})
     shutil.copytree(dirs.gold, folder / "submission")
     report = grade_submission("isles22", folder / "submission", data_dir=dirs.root.parent,
                               workers=1)  # fmt: skip

@@ -37,6 +37,7 @@ from rexmle.report.viewing import (
     resample,
 )
 from tests.grade_reports import grade_report_json
+from tests.run_records import write_run_json
 
 
 def _pixels(png: bytes) -> np.ndarray:
@@ -230,9 +231,7 @@ def test_run_pages_of_odd_agent_names_are_linked_and_escaped(tmp_path: Path) -> 
 
     folder = tmp_path / "runs" / "g" / "isles22" / "a b#<i>" / "seed-0"
     folder.mkdir(parents=True)
-    (folder / "run.json").write_text(
-        json.dumps({"status": "agent_error", "config": {"mini": True}})
-    )
+    write_run_json(folder, {"status": "agent_error", "config": {"mini": True}})
     site = tmp_path / "site"
     write_site(collect_runs(tmp_path / "runs"), html_path=site)
     page = site / "runs" / "g" / "isles22" / "a b#<i>" / "seed-0.html"
@@ -263,7 +262,7 @@ def test_a_run_page_links_collected_files_but_never_follows_a_link(tmp_path: Pat
     folder = tmp_path / "runs" / "g" / "isles22" / "aide" / "seed-0"
     logs = folder / "agent_output" / "logs"
     logs.mkdir(parents=True)
-    (folder / "run.json").write_text(json.dumps({"status": "completed", "config": {}}))
+    write_run_json(folder, {"status": "completed", "config": {}})
     (logs / "journal.json").symlink_to(secret)
     (logs / "tree_plot.html").write_text("<html>tree</html>")
     (logs / "notes.txt").symlink_to(secret)

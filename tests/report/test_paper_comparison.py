@@ -16,8 +16,9 @@ from rexmle.grading import grade_submission
 from rexmle.grading.grader import write_report
 from rexmle.report import collect_runs
 from rexmle.report.paper import PAPER_AGENTS, definitions_note, paper_comparisons, published_results
-from rexmle.report.regrade import regrade_runs, regraded_path
+from rexmle.runner.regrade import regrade_runs, regraded_path
 from rexmle.tasks.registry import all_tasks
+from tests.run_records import write_run_json
 
 TASK = "puma-track1-task2"
 
@@ -47,7 +48,7 @@ def _run(runs: Path, agent: str, condition: str, submission: Path, data_dir: Pat
         "condition": condition,
         "selection": "study" if agent == "aide" else "best-valid",
     }
-    (folder / "run.json").write_text(json.dumps(record))
+    write_run_json(folder, record)
     grade = grade_submission(TASK, folder / "submission", data_dir=data_dir, workers=1)
     write_report(grade, folder / "grade.json")
 

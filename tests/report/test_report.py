@@ -13,8 +13,9 @@ import pytest
 
 from rexmle.grading import grade_submission
 from rexmle.grading.grader import write_report
+from rexmle.records.results import RunResult
 from rexmle.report import collect_runs, leaderboard_table, seed_statistics
-from rexmle.report.collect import RunResult
+from tests.run_records import write_run_json
 
 # Published ranks (spec/paper-results.md) in the paper's row order; None = FAIL.
 PAPER_ORDER = [
@@ -92,7 +93,7 @@ def _fake_run(runs: Path, agent: str, seed: int, report, status: str) -> None:
     folder = runs / "g" / "isles22" / agent / f"seed-{seed}"
     folder.mkdir(parents=True)
     # as the executor writes it: the config names the data asked for (here the mini prepare)
-    (folder / "run.json").write_text(json.dumps({"status": status, "config": {"mini": True}}))
+    write_run_json(folder, {"status": status, "config": {"mini": True}})
     if report is not None:
         write_report(report, folder / "grade.json")
 

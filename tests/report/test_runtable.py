@@ -18,6 +18,7 @@ from rexmle.report.runtable import RUN_TABLE_COLUMNS, write_run_table
 from rexmle.report.stats import hierarchical_bootstrap
 from rexmle.report.tables import key_label, performance_overview, seed_statistics
 from tests.grade_reports import grade_report_json
+from tests.run_records import write_run_json
 
 
 def _run(
@@ -44,7 +45,7 @@ def _run(
     }
     if condition is not None:
         record["condition"] = condition
-    (folder / "run.json").write_text(json.dumps(record))
+    write_run_json(folder, record)
     if grade is not None:
         (folder / "grade.json").write_text(grade_report_json(task, **grade))
         (folder / "submission").mkdir()
@@ -227,7 +228,7 @@ def test_llm_totals_are_read_when_present(tmp_path: Path) -> None:
     folder = _run(root, "g", "isles22", "A", 0, "completed", grade=_valid("dice", 0.5, 0.5))
     record = json.loads((folder / "run.json").read_text())
     record["llm"] = {"calls": 3, "tokens_in": 1200, "tokens_out": 300, "cost_usd": 0.75}
-    (folder / "run.json").write_text(json.dumps(record))
+    write_run_json(folder, record)
     _run(root, "g", "isles22", "A", 1, "completed", grade=_valid("dice", 0.5, 0.5))
     frame = run_table(collect_runs(root))
     assert frame.loc[0, "llm_total_tokens"] == 1500.0  # 1200 + 300
@@ -293,8 +294,22 @@ def test_the_data_a_run_was_graded_on_comes_from_its_grade_report(tmp_path: Path
     # a report without the field and a run never graded: the config's data
     _run(root, "g", "isles22", "A", 1, "completed", grade=_valid("dice", 0.5, 0.5), mini=False)
     _run(root, "g", "isles22", "A", 2, "agent_error", mini=True)
-    # a run.json without config and no grade.json: nothing records its data
-    folder = _run(root, "g", "isles22", "A", 3, "agent_error")
-    (folder / "run.json").write_text(json.dumps({"status": "agent_error"}))
-    assert [r.data for r in collect_runs(root)] == ["mini", "full", "mini", "unknown"]
+    assert [r.data for r in collect_runs(root)] == ["mini", "full", "mini"]
     assert "data mode not recorded" in key_label(("g", "", "unknown"))
+
+
+def test_a_run_json_that_is_not_a_run_record_is_refused_with_its_file_and_field(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "runs"
+    folder = _run(root, "g", "isles22", "A", 0, "completed", grade=_valid("dice", 0.5, 0.5))
+    record = json.loads((folder / "run.json").read_text())
+    del record["config"]["mini"]
+    record["status"] = "finished"
+    (folder / "run.json").write_text(json.dumps(record))
+    with pytest.raises(RexmleError, match="is not a run record") as raised:
+        collect_runs(root)
+    message = str(raised.value)
+    assert str(folder / "run.json") in message
+    assert "status" in message
+    assert "config.mini" in message

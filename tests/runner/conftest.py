@@ -10,8 +10,8 @@ import pytest
 
 from rexmle.agents.registry import load_agent
 from rexmle.preparation import prepare_task
+from rexmle.records.runs import RunConfig, RunRecord, run_dir
 from rexmle.runner.executor import RunJob, RunOptions, execute_run
-from rexmle.runner.records import RunConfig, RunRecord, run_dir
 from rexmle.runner.sandbox import Sandbox
 from rexmle.runner.sandbox.bwrap import bwrap_problem
 from rexmle.runner.sandbox.local import LocalSandbox

@@ -16,10 +16,10 @@ import pytest
 from conftest import COPY_SAMPLE, needs_bwrap
 
 from rexmle.agents.registry import load_agent
+from rexmle.records.runs import read_record
 from rexmle.runner import run_texts
 from rexmle.runner.batch import make_job
 from rexmle.runner.executor import RunOptions, execute_run
-from rexmle.runner.records import read_record
 from rexmle.runner.run_texts import prepare_run_texts
 from rexmle.runner.sandbox.bwrap import BwrapSandbox
 from rexmle.runner.sandbox.local import LocalSandbox

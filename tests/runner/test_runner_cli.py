@@ -15,8 +15,8 @@ from typer.testing import CliRunner, Result
 
 from rexmle.cli import app
 from rexmle.errors import TaskNotImplemented
+from rexmle.records.runs import read_record
 from rexmle.runner.demo import run_demo
-from rexmle.runner.records import read_record
 from rexmle.tasks.registry import all_tasks, get_task, load_task
 
 

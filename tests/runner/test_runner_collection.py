@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import COPY_SAMPLE
 
-from rexmle.runner.records import read_record
+from rexmle.records.runs import read_record
 from rexmle.runner.sandbox import choose_sandbox
 from rexmle.runner.trees import copy_file_sparse, remove_tree_iteratively, strip_special_bits
 from rexmle.runner.workspace import CollectionLimits, collect_submission

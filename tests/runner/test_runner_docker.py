@@ -27,8 +27,8 @@ import pytest
 
 import rexmle
 from rexmle.agents.registry import load_agent
+from rexmle.records.runs import RunConfig, run_dir
 from rexmle.runner.executor import RunJob, RunOptions, execute_run
-from rexmle.runner.records import RunConfig, run_dir
 from rexmle.runner.sandbox import SandboxRequest, docker_network
 from rexmle.runner.sandbox import docker as docker_module
 from rexmle.runner.sandbox.docker import DockerSandbox, agent_image

@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 from rexmle.agents.registry import load_agent
 from rexmle.cli import app
 from rexmle.errors import SpecError
+from rexmle.records.runs import RunConfig, read_record
 from rexmle.runner.batch import plan_runs
 from rexmle.runner.experiment import (
     dry_run_summary,
@@ -20,7 +21,6 @@ from rexmle.runner.experiment import (
     experiment_jobs,
     load_experiment,
 )
-from rexmle.runner.records import RunConfig, read_record
 from rexmle.tasks.registry import all_tasks
 
 TASKS = ["isles22", "seg_a"]

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from rexmle.cli import app
 from rexmle.names import folder_name
-from rexmle.runner.records import run_dir
+from rexmle.records.runs import run_dir
 
 
 @pytest.mark.parametrize("name", ["../x", "/abs/path", "a/b", "..", ".hidden", "", "a b", "-x"])

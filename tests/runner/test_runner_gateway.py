@@ -22,8 +22,8 @@ from rexmle.agents.registry import load_agent
 from rexmle.llm.config import parse_llm_config
 from rexmle.llm.gateway import Gateway
 from rexmle.llm.standin import Reply
+from rexmle.records.runs import RunConfig, read_record, run_dir
 from rexmle.runner.executor import RunJob, RunOptions, execute_run
-from rexmle.runner.records import RunConfig, read_record, run_dir
 from rexmle.runner.sandbox.bwrap import BwrapSandbox
 from rexmle.runner.settings import RunSettings
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import COPY_SAMPLE
 
-from rexmle.runner.records import read_record
+from rexmle.records.runs import read_record
 from rexmle.runner.run_lock import RunLocked, run_folder_lock
 
 

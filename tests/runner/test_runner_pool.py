@@ -7,8 +7,8 @@ from pathlib import Path
 from rich.console import Console
 
 from rexmle.agents.registry import load_agent
+from rexmle.records.runs import RunConfig, run_dir
 from rexmle.runner.executor import RunJob, RunOptions, run_jobs
-from rexmle.runner.records import RunConfig, run_dir
 from rexmle.runner.sandbox.local import LocalSandbox
 from rexmle.runner.settings import RunSettings
 

@@ -18,9 +18,9 @@ from conftest import COPY_SAMPLE
 from typer.testing import CliRunner, Result
 
 from rexmle.cli import app
+from rexmle.records.runs import SettingsRecord, read_record
 from rexmle.runner.commands import RUN_OPTION_ROLES, settings_from_flags
 from rexmle.runner.experiment import load_experiment
-from rexmle.runner.records import SettingsRecord, read_record
 from rexmle.runner.settings import NOT_RECORDED, RunSettings
 
 STUDY_VALUES = {

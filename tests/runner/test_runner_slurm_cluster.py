@@ -26,8 +26,8 @@ import yaml
 from conftest import COPY_SAMPLE, marker_processes
 
 from rexmle.llm.standin import Reply
+from rexmle.records.runs import read_record
 from rexmle.runner.executor_slurm_cluster import ClusterError, LocalSlurmCluster, cluster_problem
-from rexmle.runner.records import read_record
 
 pytestmark = pytest.mark.slow
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from rexmle.agents.registry import load_agent
-from rexmle.runner.records import (
+from rexmle.records.runs import (
     RunConfig,
     RunRecord,
     SchedulerRecord,

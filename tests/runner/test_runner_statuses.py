@@ -7,7 +7,7 @@ import uuid
 
 from conftest import COPY_SAMPLE, marker_processes
 
-from rexmle.runner.records import read_record
+from rexmle.records.runs import read_record
 
 
 def test_sample_submission_run_is_completed_and_graded(run_agent, isles22_dirs):

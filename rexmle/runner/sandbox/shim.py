@@ -48,6 +48,7 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 CHUNK_BYTES = 1 << 16
@@ -135,6 +136,21 @@ def start_unix_bridge(socket_path: Path, port: int) -> socket.socket:
 
     threading.Thread(target=accept_loop, daemon=True).start()
     return listener
+
+
+@contextlib.contextmanager
+def unix_bridge(socket_path: Path, port: int) -> Iterator[None]:
+    """:func:`start_unix_bridge` for the time of the ``with`` block; then the listener is shut
+    and the socket file removed.
+    """
+    listener = start_unix_bridge(socket_path, port)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            listener.shutdown(socket.SHUT_RDWR)
+        listener.close()
+        socket_path.unlink(missing_ok=True)
 
 
 PR_SET_PDEATHSIG = 1

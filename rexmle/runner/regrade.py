@@ -21,7 +21,7 @@ from pathlib import Path
 
 from rexmle.errors import RexmleError
 from rexmle.grading.report import GradeReport, read_grade_report
-from rexmle.report.collect import RunResult
+from rexmle.records.results import RunResult
 from rexmle.runner.limits import DEFAULT_GRADE_MEMORY_BYTES, limited_argv
 from rexmle.tasks.definitions import DefinitionSet
 from rexmle.tasks.folders import prepared_data_mode, read_prepared, task_dirs
