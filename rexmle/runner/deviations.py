@@ -37,6 +37,8 @@ class RunFacts:
     """The LLM limits the gateway enforces for the run (None: no gateway)."""
     texts_problem: str | None = None
     """Why the study's texts cannot be used (None: they can, or the run does not ask)."""
+    sandbox: str | None = None
+    """The sandbox kind (``auto``, ``bwrap``, ``local``, ...); None: not known."""
 
 
 def _llm(facts: RunFacts) -> bool:
@@ -153,7 +155,7 @@ DEVIATIONS: tuple[Deviation, ...] = (
             "the public data and its environment, read-only where it may not write"
         ),
         why="an agent is hostile: nothing it can read or run may yield answers or reach the host",
-        applies=_llm,
+        applies=lambda facts: _llm(facts) and facts.sandbox != "local",
     ),
     Deviation(
         id="environment",
@@ -315,10 +317,16 @@ DEVIATIONS: tuple[Deviation, ...] = (
 
 
 def deviations_of(
-    config: RunConfig, limits: Limits | None, *, texts_problem: str | None = None
+    config: RunConfig,
+    limits: Limits | None,
+    *,
+    texts_problem: str | None = None,
+    sandbox: str | None = None,
 ) -> list[DeviationRecord]:
-    """The deviations that apply to the run of ``config`` under the LLM ``limits`` enforced
-    (``texts_problem``: why the study's texts cannot be used, when they cannot).
+    """The deviations that apply to the run of ``config`` under the LLM ``limits`` enforced.
+
+    ``texts_problem``: why the study's texts cannot be used, when they cannot; ``sandbox``: the
+    sandbox kind (``local`` is no sandbox, as the study ran).
     """
-    facts = RunFacts(config=config, limits=limits, texts_problem=texts_problem)
+    facts = RunFacts(config=config, limits=limits, texts_problem=texts_problem, sandbox=sandbox)
     return [d.record(facts) for d in DEVIATIONS if d.applies(facts)]

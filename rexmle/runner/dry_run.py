@@ -183,7 +183,8 @@ def run_deviations(
     found: dict[str, tuple[DeviationRecord, int]] = {}
     for job in jobs:
         limits = enforced_limits(job.config, batch) if uses_llm(job) else None
-        for record in deviations_of(job.config, limits, texts_problem=problem):
+        sandbox = None if settings is None else settings.sandbox
+        for record in deviations_of(job.config, limits, texts_problem=problem, sandbox=sandbox):
             first, count = found.get(record.id, (record, 0))
             found[record.id] = (first, count + 1)
     order = [d.id for d in DEVIATIONS]

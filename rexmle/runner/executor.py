@@ -367,7 +367,9 @@ def _run_deviations(
     limits = None
     if options.gateway is not None and _needs_gateway(job, options):
         limits = enforced_limits(job.config, options.gateway.config.limits)
-    return deviations_of(job.config, limits, texts_problem=texts_problem)
+    return deviations_of(
+        job.config, limits, texts_problem=texts_problem, sandbox=options.sandbox.kind
+    )
 
 
 def _image_for(agent: AgentSpec, sandbox_kind: str) -> str | None:

@@ -174,6 +174,10 @@ def test_the_table_ids_are_unique_and_the_paper_condition_has_no_avoidable_devia
         assert not ids & avoidable, job.label
         assert {"network", "validation", "sandbox", "llm-routes"} <= ids
         assert ("rdagent-scenario" in ids) is False
+    job = jobs_of("paper-grid", "paper")[0]
+    # the local sandbox isolates nothing, as the study's agents ran: no sandbox deviation then
+    assert "sandbox" in {d.id for d in deviations_of(job.config, limits, sandbox="bwrap")}
+    assert "sandbox" not in {d.id for d in deviations_of(job.config, limits, sandbox="local")}
     for job in jobs_of("paper-grid", "rexmle"):
         ids = {d.id for d in deviations_of(job.config, enforced_limits(job.config, limits))}
         assert {"prompts", "selection", "llm-budget"} <= ids

@@ -198,10 +198,10 @@ def test_a_paper_condition_run_records_its_condition_selection_and_deviations(
     assert record.experiment == "pg"
     assert record.selection == "study"
     ids = [d.id for d in record.deviations]
-    # no gateway in this run: no rate cap to state; the study's texts are not fetched here
+    # no gateway in this run: no rate cap to state; the local sandbox is no sandbox, as the
+    # study ran; the study's texts are not fetched here
     assert ids == [
         "network",
-        "sandbox",
         "environment",
         "validation",
         "llm-routes",
