@@ -1,10 +1,10 @@
 """Where a solution-informed run gets the task's winning-solution write-up.
 
-The write-ups live in the task kit (``rexmle.tasks.solutions.solution_writeup(task_id)``, an
-object with ``text`` and ``sources``). This module is the one place the runner reaches them:
-:func:`writeup_source` returns that function, or raises :class:`WriteupsUnavailable` when this
-install has none, and :func:`render_writeup` turns a write-up into the Markdown section the
-instructions carry. Tests hand the runner a source of their own (:data:`WriteupSource`).
+The write-ups live in the task kit (:func:`rexmle.tasks.solutions.solution_writeup`: a typed
+write-up that renders itself as Markdown, its sources listed last). This module is the one
+place the runner reaches them: :func:`writeup_source` returns that function, and
+:func:`render_writeup` turns a write-up into the section the instructions carry, refusing one
+without a source. Tests may hand the runner another source (:data:`WriteupSource`).
 """
 
 from __future__ import annotations
@@ -14,25 +14,28 @@ from typing import Protocol
 
 from rexmle.errors import RexmleError
 
+INTRO = (
+    "How the team that won this task's challenge solved it, summarised from public sources "
+    "(cited below); you may build on it."
+)
+"""The sentence before the write-up in the instructions."""
+
 
 class Writeup(Protocol):
-    """What the runner needs of a write-up."""
-
-    @property
-    def text(self) -> str:
-        """The write-up, Markdown."""
-        ...
+    """What the runner needs of a write-up (:class:`rexmle.tasks.solutions.SolutionWriteup`)."""
 
     @property
     def sources(self) -> Sequence[object]:
-        """Where its facts come from (URLs, DOIs, or objects naming them)."""
+        """Where its facts come from (objects with a title and an address, or URLs)."""
+        ...
+
+    def render_markdown(self) -> str:
+        """The write-up as Markdown, its sources listed in it."""
         ...
 
 
 WriteupSource = Callable[[str], Writeup]
 """``task_id -> write-up``."""
-
-SECTION_TITLE = "## Winning solution write-up"
 
 
 class WriteupsUnavailable(RexmleError):
@@ -42,59 +45,39 @@ class WriteupsUnavailable(RexmleError):
 
 
 def writeup_source() -> WriteupSource:
-    """The task kit's ``solution_writeup``.
+    """The task kit's :func:`~rexmle.tasks.solutions.solution_writeup`."""
+    from rexmle.tasks.solutions import solution_writeup
 
-    Raises:
-        WriteupsUnavailable: this install has no write-ups (``rexmle.tasks.solutions``).
-    """
-    try:
-        from rexmle.tasks import solutions  # type: ignore[attr-defined]
-    except ImportError as error:
-        msg = (
-            "solution-informed runs need the winning-solution write-ups "
-            f"(rexmle.tasks.solutions), which this install lacks: {error}"
-        )
-        raise WriteupsUnavailable(msg) from error
-    found: WriteupSource = solutions.solution_writeup
-    return found
+    return solution_writeup
 
 
 def _source_line(source: object) -> str:
-    parts = [
-        str(value)
-        for name in ("title", "doi", "url")
-        if (value := getattr(source, name, None)) is not None
-    ]
-    return " - ".join(parts) if parts else str(source)
+    title = getattr(source, "title", None)
+    address = getattr(source, "address", None) or getattr(source, "url", None)
+    if title is not None and address is not None:
+        return f"{title}: {address}"
+    return str(address or title or source)
 
 
 def source_lines(writeup: Writeup) -> list[str]:
-    """One line per source of ``writeup`` (its title, DOI and URL where it has them)."""
+    """One line per source of ``writeup`` (its title and address where it has them)."""
     return [_source_line(s) for s in writeup.sources]
 
 
 def render_writeup(task_id: str, writeup: Writeup) -> str:
-    """The section added to the instructions: the write-up, then its sources.
+    """The section added to the instructions: a rule, :data:`INTRO`, the write-up.
 
     Raises:
-        WriteupsUnavailable: the write-up is empty or cites no source.
+        WriteupsUnavailable: the write-up is empty, cites no source, or its text leaves out
+            the address of one of its sources.
     """
-    text = writeup.text.strip()
-    sources = source_lines(writeup)
-    if not text or not sources:
+    text = writeup.render_markdown().strip()
+    if not text or not writeup.sources:
         msg = f"the write-up of {task_id} is empty or cites no source: not given to the agent"
         raise WriteupsUnavailable(msg)
-    lines = [
-        "",
-        SECTION_TITLE,
-        "",
-        "How the challenge's winning team solved this task (a summary of their published "
-        "report, for you to build on):",
-        "",
-        text,
-        "",
-        "Sources:",
-        *[f"- {line}" for line in sources],
-        "",
-    ]
-    return "\n".join(lines)
+    for source in writeup.sources:
+        address = getattr(source, "address", None) or getattr(source, "url", None) or source
+        if str(address) not in text:
+            msg = f"the write-up of {task_id} does not show its source {address}: not given"
+            raise WriteupsUnavailable(msg)
+    return "\n".join(["", "---", "", INTRO, "", text, ""])

@@ -30,18 +30,26 @@ GATEWAY = {"REXMLE_LLM_BASE_URL": "http://127.0.0.1:4000", "REXMLE_LLM_TOKEN": "
 @dataclass(frozen=True)
 class FixtureSource:
     title: str
-    url: str
+    address: str
 
 
 @dataclass(frozen=True)
 class FixtureWriteup:
-    text: str
+    """A write-up of this test (what the runner needs of one)."""
+
+    task: str
     sources: tuple[FixtureSource, ...]
+
+    def render_markdown(self) -> str:
+        return (
+            f"- Method of {self.task}: a fixture nnU-Net ensemble of five folds.\n\nSources:\n"
+            + "".join(f"- {s.title}: {s.address}\n" for s in self.sources)
+        )
 
 
 def fixture_source(task_id: str) -> FixtureWriteup:
     return FixtureWriteup(
-        text=f"- Method of {task_id}: a fixture nnU-Net ensemble of five folds.",
+        task=task_id,
         sources=(FixtureSource("Fixture winners' report", "https://example.org/winners"),),
     )
 

@@ -289,12 +289,12 @@ def test_a_preset_condition_applies_its_new_fields_to_a_flag_run(agent):
 
 
 def test_dry_run_warns_when_solution_informed_runs_lack_a_writeup(tmp_path: Path, monkeypatch):
+    from rexmle.errors import SpecError
     from rexmle.runner import solution_writeups
-    from rexmle.runner.solution_writeups import WriteupsUnavailable
 
     def unavailable():
         msg = "this install lacks the write-ups (test)"
-        raise WriteupsUnavailable(msg)
+        raise SpecError(msg)
 
     monkeypatch.setattr(solution_writeups, "writeup_source", unavailable)
     args = ("--experiment", "paper-grid", "--condition", "solution-informed")
@@ -303,3 +303,5 @@ def test_dry_run_warns_when_solution_informed_runs_lack_a_writeup(tmp_path: Path
     assert "this install lacks the write-ups (test)" in output
     paper = dry_run("--experiment", "paper-grid", "--condition", "paper", runs=tmp_path / "r")
     assert "WARNING" not in paper
+    monkeypatch.undo()  # the shipped write-ups: every task has one, nothing to warn about
+    assert "WARNING" not in dry_run(*args, runs=tmp_path / "r")

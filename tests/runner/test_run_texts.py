@@ -16,6 +16,7 @@ import pytest
 from conftest import COPY_SAMPLE, needs_bwrap
 
 from rexmle.agents.registry import load_agent
+from rexmle.errors import SpecError
 from rexmle.records.runs import read_record
 from rexmle.runner import run_texts
 from rexmle.runner.batch import make_job
@@ -24,31 +25,28 @@ from rexmle.runner.run_texts import prepare_run_texts
 from rexmle.runner.sandbox.bwrap import BwrapSandbox
 from rexmle.runner.sandbox.local import LocalSandbox
 from rexmle.runner.settings import RunSettings
-from rexmle.runner.solution_writeups import SECTION_TITLE, WriteupsUnavailable
+from rexmle.runner.solution_writeups import INTRO
 from rexmle.runner.workspace import build_workspace
+from rexmle.tasks.solutions import solution_writeup
 
 
 @dataclass(frozen=True)
 class FixtureSource:
     title: str
-    url: str
+    address: str
 
 
 @dataclass(frozen=True)
 class FixtureWriteup:
+    """A write-up of this test: what the runner needs of one (text and sources)."""
+
     text: str
     sources: tuple[FixtureSource, ...]
+    shows_sources: bool = True
 
-
-WRITEUP = FixtureWriteup(
-    text="- Method: a fixture nnU-Net ensemble of five folds.\n- Post-processing: none.",
-    sources=(FixtureSource("Fixture winners' report", "https://example.org/winners"),),
-)
-
-
-def fixture_source(task_id: str) -> FixtureWriteup:
-    assert task_id == "isles22"
-    return WRITEUP
+    def render_markdown(self) -> str:
+        shown = self.sources if self.shows_sources else ()
+        return self.text + "\n\nSources:\n" + "".join(f"- {s.address}\n" for s in shown)
 
 
 def run_job(tmp_path: Path, dirs, command: str, **config):
@@ -66,44 +64,60 @@ def run_job(tmp_path: Path, dirs, command: str, **config):
     return execute_run(job, options), job.folder
 
 
-def test_a_solution_informed_run_s_instructions_carry_the_writeup(
-    tmp_path: Path, isles22_dirs, monkeypatch
-):
-    monkeypatch.setattr(run_texts, "writeup_source", lambda: fixture_source)
+def test_a_solution_informed_run_s_instructions_carry_the_writeup(tmp_path: Path, isles22_dirs):
     # the agent keeps what it was given, so the test reads what the agent read
     command = f'cp "$INSTRUCTIONS" seen.md && {COPY_SAMPLE}'
     record, folder = run_job(tmp_path, isles22_dirs, command, solution_informed=True)
     assert record.status == "completed", record.error
     seen = (folder / "workspace" / "seen.md").read_text()
-    rules_and_task = seen.split(SECTION_TITLE)[0]
-    assert "isles22" in rules_and_task
-    section = seen.split(SECTION_TITLE, 1)[1]
-    assert "a fixture nnU-Net ensemble of five folds" in section
-    assert "Sources:\n- Fixture winners' report - https://example.org/winners" in section
+    writeup = solution_writeup("isles22")
+    rules_and_task, section = seen.split(INTRO)
+    assert "ReX-MLE task `isles22`" in rules_and_task  # the write-up comes after rules and task
+    assert f"## Winning solution of isles22: {writeup.team}" in section
+    assert writeup.method.strip() in section
+    assert writeup.sources
+    for source in writeup.sources:  # every source, with its address
+        assert f"{source.title} ({source.kind}): {source.address}" in section
     on_disk = read_record(folder)
     assert on_disk is not None
     assert on_disk.condition == "solution-informed"
     assert on_disk.config.solution_informed is True
     assert on_disk.selection is None  # a command agent has no selection policy
     assert on_disk.deviations == []  # the study never ran command agents
+    plain, plain_folder = run_job(tmp_path / "plain", isles22_dirs, command)
+    assert plain.status == "completed", plain.error
+    assert INTRO not in (plain_folder / "workspace" / "seen.md").read_text()
 
 
-def test_without_writeups_a_solution_informed_run_fails_with_the_reason(
+def test_a_writeup_that_cannot_be_given_fails_the_run_with_the_reason(
     tmp_path: Path, isles22_dirs, monkeypatch
 ):
     def unavailable():
-        msg = "solution-informed runs need the winning-solution write-ups (test)"
-        raise WriteupsUnavailable(msg)
+        msg = "no winning-solution write-ups for family 'isles22' (test)"
+        raise SpecError(msg)
 
     monkeypatch.setattr(run_texts, "writeup_source", unavailable)
     record, _ = run_job(tmp_path, isles22_dirs, COPY_SAMPLE, solution_informed=True)
     assert record.status == "infra_error"
-    assert "need the winning-solution write-ups" in (record.error or "")
-    empty = FixtureWriteup(text="text", sources=())
-    monkeypatch.setattr(run_texts, "writeup_source", lambda: lambda _task: empty)
-    record, _ = run_job(tmp_path, isles22_dirs, COPY_SAMPLE, solution_informed=True)
-    assert record.status == "infra_error"
-    assert "cites no source" in (record.error or "")
+    assert "no winning-solution write-ups for family 'isles22' (test)" in (record.error or "")
+    for index, (writeup, reason) in enumerate(
+        (
+            (FixtureWriteup(text="text", sources=()), "cites no source"),
+            (
+                FixtureWriteup(
+                    text="a method",
+                    sources=(FixtureSource("report", "https://example.org/w"),),
+                    shows_sources=False,
+                ),
+                "does not show its source https://example.org/w",
+            ),
+        )
+    ):
+        monkeypatch.setattr(run_texts, "writeup_source", lambda w=writeup: lambda _task: w)
+        record, _ = run_job(tmp_path / f"case-{index}", isles22_dirs, COPY_SAMPLE,
+                            solution_informed=True)  # fmt: skip
+        assert record.status == "infra_error"
+        assert reason in (record.error or "")
 
 
 def test_without_fetched_texts_the_run_says_so_and_uses_its_own(
