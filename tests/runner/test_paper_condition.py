@@ -305,3 +305,12 @@ def test_dry_run_warns_when_solution_informed_runs_lack_a_writeup(tmp_path: Path
     assert "WARNING" not in paper
     monkeypatch.undo()  # the shipped write-ups: every task has one, nothing to warn about
     assert "WARNING" not in dry_run(*args, runs=tmp_path / "r")
+
+
+def test_every_task_s_writeup_can_be_given_to_a_solution_informed_run():
+    from rexmle.runner.dry_run import writeup_problems
+    from rexmle.tasks.registry import all_tasks
+
+    jobs = jobs_of("paper-grid", "solution-informed")
+    assert {job.config.task for job in jobs} == set(all_tasks())
+    assert writeup_problems(jobs) == {}
