@@ -63,7 +63,13 @@ VERSIONED_PACKAGES = (
 )
 
 
-OPTIONAL_CONFIG_FIELDS = ("llm_budget_usd", "condition")
+OPTIONAL_CONFIG_FIELDS = (
+    "llm_budget_usd",
+    "condition",
+    "llm_uncapped",
+    "prompts",
+    "solution_informed",
+)
 OPTIONAL_AGENT_FIELDS = ("dir", "dir_sha256")
 """Agent fields left out of the hashed config when unset (as ``OPTIONAL_CONFIG_FIELDS``)."""
 
@@ -85,6 +91,13 @@ class RunConfig(BaseModel):
     """The run's LLM spending cap in US dollars, when one is set."""
     condition: str | None = None
     """The experiment condition (a named set of overrides) the run belongs to."""
+    llm_uncapped: bool | None = None
+    """True: the run has no USD cap (as the published study), metered all the same; None: the
+    run's or the batch's cap holds."""
+    prompts: Literal["study"] | None = None
+    """``study``: the agents read the published study's texts; None: ReX-MLE's own."""
+    solution_informed: bool | None = None
+    """True: the instructions carry the task's winning-solution write-up; None: they do not."""
 
     def run_id(self) -> str:
         """16 hex digits of the SHA-256 of the config as canonical JSON.
@@ -173,6 +186,18 @@ class SettingsRecord(BaseModel):
     keep_data: bool
 
 
+class DeviationRecord(BaseModel):
+    """One way a run differs from the published study: id, what the study did, what this run
+    does, and why.
+    """
+
+    id: str
+    item: str
+    study: str
+    ours: str
+    why: str
+
+
 class RunRecord(BaseModel):
     """The content of ``run.json``."""
 
@@ -210,6 +235,11 @@ class RunRecord(BaseModel):
     """The name of the experiment file the run came from."""
     settings: SettingsRecord | None = None
     """The run settings that can change a result (absent in records written before them)."""
+    selection: str | None = None
+    """Which of the agent's submissions was graded (``study`` or ``best-valid``; None for
+    agents without a selection policy)."""
+    deviations: list[DeviationRecord] = []
+    """How this run differs from the published study's (see :mod:`rexmle.runner.deviations`)."""
 
 
 def run_dir(runs_dir: Path, group: str, task: str, agent: str, seed: int) -> Path:

@@ -146,10 +146,16 @@ def make_job(
     llm_budget_usd: float | None = None,
     condition: str | None = None,
     experiment: str | None = None,
+    llm_uncapped: bool = False,
+    prompts: str = "rexmle",
+    solution_informed: bool = False,
 ) -> RunJob:
     """The job of one run: its config (whose hash is the run id), group and folder.
 
     An agent with its own code (``dir``) gets the code's content hash into the config.
+    ``llm_uncapped``, ``prompts`` and ``solution_informed`` enter the config only when they
+    differ from ReX-MLE's defaults (no cap given, its own texts, no write-up), so runs made
+    before they existed keep their ids.
 
     Raises:
         AgentDirError: the agent's folder cannot be shipped (:mod:`rexmle.runner.agent_code`).
@@ -166,6 +172,9 @@ def make_job(
         mini=mini,
         llm_budget_usd=llm_budget_usd,
         condition=condition,
+        llm_uncapped=True if llm_uncapped else None,
+        prompts="study" if prompts == "study" else None,
+        solution_informed=True if solution_informed else None,
     )
     folder = run_dir(runs_dir, group, task_id, agent.id, seed)
     return RunJob(config=config, group=group, folder=folder, experiment=experiment)

@@ -390,8 +390,9 @@ def run(
     given = dict(locals())
     study = {name: given[name] for name, role in RUN_OPTION_ROLES.items() if role == "study"}
     settings_flags = {n: given[n] for n, role in RUN_OPTION_ROLES.items() if role == "settings"}
+    from rexmle.runner.dry_run import print_study_sections_of
     from rexmle.runner.executors import EXECUTORS, Invocation, plan
-    from rexmle.runner.experiment import load_experiment, preset_condition
+    from rexmle.runner.experiment import load_experiment, preset_condition, with_condition
     from rexmle.runner.preflight import preflight
     from rexmle.runner.run_tables import print_dry_run, print_unresolved_dry_run
 
@@ -414,7 +415,7 @@ def run(
                 raise ValueError(msg)
             chosen = experiment_from_flags(study)
             if condition is not None:
-                chosen = chosen.model_copy(update={"conditions": [preset_condition(condition)]})
+                chosen = with_condition(chosen, preset_condition(condition))
         kind = chosen.executor.kind
         if kind != "slurm" and (no_wait or poll is not None):
             wrong = [f for f, v in (("--no-wait", no_wait), ("--poll", poll)) if v]
@@ -445,8 +446,12 @@ def run(
                 from rexmle.runner.experiment import expand
 
                 print_unresolved_dry_run(chosen, expand(chosen), str(error))
+                print_study_sections_of(chosen, settings, recorded_name)
                 return
-            print_dry_run(batch.all_jobs, batch.jobs, gpus_per_run=chosen.gpus_per_run)
+            print_dry_run(
+                batch.all_jobs, batch.jobs, gpus_per_run=chosen.gpus_per_run, settings=settings
+            )
+            print_study_sections_of(chosen, settings, recorded_name)
             return
         with err.status("checking prepared data…"):
             batch = plan(

@@ -57,6 +57,7 @@ from rexmle.grading.report import GradeReport, read_grade_report
 from rexmle.llm.gateway import Gateway, RunLink, strip_provider_keys
 from rexmle.processes import stop_process_group
 from rexmle.records.runs import (
+    DeviationRecord,
     GradeSummary,
     RunConfig,
     RunRecord,
@@ -75,9 +76,12 @@ from rexmle.runner.agent_code import (
     snapshot_note,
     take_snapshot,
 )
+from rexmle.runner.deviations import deviations_of
 from rexmle.runner.leftovers import SocketDir, remove_stale_socket_dirs
 from rexmle.runner.limits import limited_argv, module_argv
+from rexmle.runner.llm_cost import enforced_limits
 from rexmle.runner.run_lock import RunLocked, run_folder_lock
+from rexmle.runner.run_texts import prepare_run_texts
 from rexmle.runner.sandbox import (
     Relay,
     Sandbox,
@@ -96,8 +100,10 @@ from rexmle.runner.workspace import agent_env, build_workspace, collect_submissi
 EXIT_NOT_IMPLEMENTED = 3
 """Exit code of ``python -m rexmle.agents.baseline`` for a task without a baseline solver."""
 GRADE_INVALID = 1
-HARNESS_PACKAGE_KINDS = frozenset({"baseline", "dummy", "llm"})
-"""Agent kinds whose programs import ``rexmle`` (the sandbox mounts it only for them)."""
+HARNESS_PACKAGE_KINDS = frozenset({"baseline", "dummy", "llm", "command"})
+"""Agent kinds the sandbox shows the harness package to, read-only: those whose programs import
+``rexmle``, and command agents, whose ``data/score.py`` runs the grader's metric code from it.
+The package holds code and public leaderboards only; the data and runs roots stay hidden."""
 GRADE_HARNESS_ERROR = 2
 GRADER_POLL_S = 0.2
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGKILL, signal.SIGHUP)
@@ -284,11 +290,16 @@ def _clean(folder: Path) -> None:
 
 
 def _agent_command(
-    job: RunJob, workspace: Path, validation_url: str, env: dict[str, str]
+    job: RunJob,
+    workspace: Path,
+    validation_url: str,
+    env: dict[str, str],
+    texts: dict[str, object] | None = None,
 ) -> tuple[list[str], tuple[Path, ...], dict[str, str | None] | None]:
     """The agent's argv, extra read-only folders and ``agent_env`` record (llm agents).
 
-    For an llm agent the adapter config is written into the workspace first.
+    For an llm agent the adapter config is written into the workspace first (``texts``: the
+    entries of :meth:`~rexmle.runner.run_texts.RunTexts.adapter_config`).
     """
     spec = job.config.agent
     if spec.kind != "llm":
@@ -302,6 +313,7 @@ def _agent_command(
         validation_url=validation_url,
         gpu_names=[str(g) for g in hardware().get("gpus", [])],  # type: ignore[attr-defined]
         cuda_visible_devices=env.get("CUDA_VISIBLE_DEVICES"),
+        extra=texts,
     )
     return launch.argv, launch.readonly, launch.record.model_dump()
 
@@ -346,9 +358,7 @@ def _llm_link(
     if options.gateway is None or not _needs_gateway(job, options):
         yield None, None
         return
-    limits = options.gateway.config.limits
-    if job.config.llm_budget_usd is not None:
-        limits = limits.model_copy(update={"budget_usd": job.config.llm_budget_usd})
+    limits = enforced_limits(job.config, options.gateway.config.limits)
     with options.gateway.open_run(
         job.config.run_id(), job.folder, cancel=options.cancel, limits=limits
     ) as link:
@@ -377,6 +387,18 @@ def _agent_code(job: RunJob, options: RunOptions, env: dict[str, str]) -> Path |
     )
     env[AGENT_DIR_VARIABLE] = options.sandbox.agent_dir_path(snapshot)
     return snapshot
+
+
+def _run_deviations(
+    job: RunJob, options: RunOptions, texts_problem: str | None
+) -> list[DeviationRecord]:
+    """How the run differs from the published study (:mod:`rexmle.runner.deviations`)."""
+    limits = None
+    if options.gateway is not None and _needs_gateway(job, options):
+        limits = enforced_limits(job.config, options.gateway.config.limits)
+    return deviations_of(
+        job.config, limits, texts_problem=texts_problem, sandbox=options.sandbox.kind
+    )
 
 
 def _image_for(agent: AgentSpec, sandbox_kind: str) -> str | None:
@@ -440,6 +462,7 @@ def _new_record(
         condition=config.condition,
         experiment=job.experiment,
         settings=options.settings.recorded(),
+        selection=None if config.agent.llm is None else config.agent.llm.selection,
     )
 
 
@@ -483,6 +506,9 @@ def _execute_locked(
                 data_mode="link" if options.sandbox.kind == "bwrap" else "copy",
             )
             record.data_mode = workspace.data_mode
+            texts = prepare_run_texts(workspace.root, workspace.instructions, config)
+            record.deviations = _run_deviations(job, options, texts.texts_problem)
+            write_record(job.folder, record)
             timings["workspace"] = time.perf_counter() - started
             env = agent_env(
                 workspace,
@@ -502,7 +528,7 @@ def _execute_locked(
                     env.update(link.env)
                     relays.append(gateway_relay)
                 argv, readonly, record.agent_env = _agent_command(
-                    job, workspace.root, server.url, env
+                    job, workspace.root, server.url, env, texts.adapter_config()
                 )
                 request = SandboxRequest(
                     argv=argv,

@@ -89,7 +89,8 @@ def running_gateway(
         shared = f", shared, log {gateway.log_path}" if isinstance(gateway, SharedGateway) else ""
         console.print(
             f"LLM gateway on {gateway.base_url} ({gateway.startup_s:.1f} s{shared}): "
-            f"{', '.join(gateway.aliases)}; per run budget {limits.budget_usd} USD, "
+            f"{', '.join(gateway.aliases)}; per run budget {limits.budget_usd} USD unless the "
+            "run sets its own (a cap, or none; `rexmle run --dry-run` lists them), "
             f"{limits.max_calls_per_minute} calls/min",
             highlight=False,
             soft_wrap=True,
