@@ -42,7 +42,8 @@ sandbox."""
 @pytest.fixture(scope="session")
 def llm_standin() -> Iterator[ScriptedUpstream]:
     """One scripted upstream (OpenAI, Anthropic and Gemini APIs) per test worker; it wants the
-    key."""
+    key.
+    """
     with ScriptedUpstream(api_keys={STANDIN_KEY}) as upstream:
         yield upstream
 

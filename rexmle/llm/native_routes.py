@@ -6,11 +6,15 @@ own protocol (its Anthropic or Gemini SDK pointed at the gateway) calls:
 
 - ``POST /v1/messages`` (Anthropic Messages, streamed or not);
 - ``POST /v1beta/models/<model>:generateContent`` and ``:streamGenerateContent`` (the Gemini
-  API; also without ``v1beta/``).
+  API; also without ``v1beta/``);
+- ``POST /v1beta/openai/chat/completions`` (Gemini's OpenAI-compatible endpoint, which AIDE's
+  Gemini back-end calls): served as ``/v1/chat/completions`` with the Gemini protocol's names
+  (the guard rewrites the path and marks the request with :data:`NATIVE_HEADER`, a header it
+  removes from every incoming request).
 
 Definitions:
-    Protocol of a route: ``anthropic`` for the Messages routes, ``gemini`` for the Gemini routes,
-    ``openai`` for every other route.
+    Protocol of a request: ``anthropic`` for the Messages routes, ``gemini`` for the Gemini
+    routes (Gemini's OpenAI-compatible one included), ``openai`` for every other route.
     Served names on a native route: every configured alias (``gw/<name>``), and the bare name
     ``<name>`` of each configured model whose provider speaks the route's protocol (so an
     agent's own provider choice, made from a ``claude-*`` or ``gemini-*`` name, still works);
@@ -58,6 +62,12 @@ GEMINI_STATUS = {
 }
 
 
+GEMINI_OPENAI_ROUTE = "/v1beta/openai/chat/completions"
+OPENAI_CHAT_ROUTE = "/v1/chat/completions"
+NATIVE_HEADER = "x-rexmle-native-protocol"
+"""Set by the guard (only) on a request it rewrote from :data:`GEMINI_OPENAI_ROUTE`."""
+
+
 def protocol_of(route: str) -> Protocol:
     """The protocol of a request path (see the module docstring)."""
     path = route.split("?", 1)[0].rstrip("/")
@@ -84,27 +94,33 @@ def native_names(models: Mapping[str, str], alias_prefix: str) -> dict[str, dict
     return table
 
 
-def request_route(data: dict[str, Any]) -> str:
-    """The path of the request a LiteLLM call body came from ('' when it is not recorded)."""
-    url = str((data.get("proxy_server_request") or {}).get("url") or "")
-    path = re.sub(r"^[a-z]+://[^/]+", "", url)
-    return path.split("?", 1)[0]
+def request_protocol(data: dict[str, Any]) -> Protocol:
+    """The protocol of the request a LiteLLM call body came from (``openai`` when LiteLLM did
+    not record the request).
+    """
+    request = data.get("proxy_server_request") or {}
+    headers = request.get("headers") or {}
+    marks = [str(v) for k, v in headers.items() if str(k).lower() == NATIVE_HEADER]
+    if marks == ["gemini"]:
+        return "gemini"
+    path = re.sub(r"^[a-z]+://[^/]+", "", str(request.get("url") or ""))
+    return protocol_of(path)
 
 
 def served_alias(
-    model: object, route: str, aliases: Container[str], table: dict[str, dict[str, str]]
+    model: object, protocol: Protocol, aliases: Container[str], table: dict[str, dict[str, str]]
 ) -> str | None:
-    """The alias a call to ``model`` on ``route`` is served and charged as, or None (refused)."""
+    """The alias a call to ``model`` in ``protocol`` is served and charged as, or None."""
     if not isinstance(model, str):
         return None
     if model in aliases:
         return model
-    return table.get(protocol_of(route), {}).get(model)
+    return table.get(protocol, {}).get(model)
 
 
-def estimate_view(data: dict[str, Any], route: str) -> dict[str, Any]:
-    """The call body as the budget's estimate reads it (Gemini fields mapped; others as is)."""
-    if protocol_of(route) != "gemini":
+def estimate_view(data: dict[str, Any]) -> dict[str, Any]:
+    """The call body as the budget's estimate reads it (a Gemini body's fields mapped)."""
+    if "contents" not in data:
         return data
     config = data.get("generationConfig") or data.get("config") or {}
     view = {

@@ -12,6 +12,9 @@ uvicorn asks for it, so that the harness can import this module without LiteLLM)
   upstream's own headers (``x-litellm-*``, ``llm_provider-*``) are dropped: an agent learns the
   gateway's aliases only.
 - WebSocket connections (LiteLLM's realtime routes) are closed unserved.
+- Gemini's OpenAI-compatible route is served as the chat completions route, marked with
+  :data:`rexmle.llm.native_routes.NATIVE_HEADER` (that header is removed from every request
+  first, so only the guard sets it).
 - On a native route (Anthropic Messages, Gemini) an error answer (a refusal, an upstream error,
   the size limit's 413) is rewritten into that provider's error shape
   (:func:`rexmle.llm.native_routes.reshaped_error`), so the agent's own SDK reads it.
@@ -140,6 +143,20 @@ def _provider_errors(send: Send, protocol: native.Protocol) -> Send:
     return send_shaped
 
 
+NATIVE_HEADER = native.NATIVE_HEADER.encode("ascii")
+
+
+def _native_scope(scope: dict[str, Any]) -> dict[str, Any]:
+    """``scope`` without an incoming native mark; Gemini's OpenAI-compatible route rewritten."""
+    headers = [(k, v) for k, v in scope.get("headers", ()) if k.lower() != NATIVE_HEADER]
+    path = str(scope.get("path", "")).rstrip("/")
+    if path != native.GEMINI_OPENAI_ROUTE:
+        return {**scope, "headers": headers}
+    route = native.OPENAI_CHAT_ROUTE
+    headers.append((NATIVE_HEADER, b"gemini"))
+    return {**scope, "path": route, "raw_path": route.encode("ascii"), "headers": headers}
+
+
 def guarded(inner: App, max_request_bytes: int) -> App:
     """``inner`` behind the size limit and the header filter (see the module docstring)."""
 
@@ -151,6 +168,7 @@ def guarded(inner: App, max_request_bytes: int) -> App:
         if scope["type"] != "http":
             await inner(scope, receive, send)
             return
+        scope = _native_scope(scope)
         protocol = native.protocol_of(str(scope.get("path", "")))
         if protocol != "openai":
             send = _provider_errors(send, protocol)

@@ -158,8 +158,8 @@ class MeteringHandler(CustomLogger):
         meter = _meter_of(user_api_key_dict.metadata)
         if meter is None:
             raise HTTPException(status_code=401, detail="rexmle gateway: unknown run token")
-        route = native.request_route(data)
-        model = native.served_alias(data.get("model"), route, PRICES.keys(), NATIVE_NAMES)
+        protocol = native.request_protocol(data)
+        model = native.served_alias(data.get("model"), protocol, PRICES.keys(), NATIVE_NAMES)
         if model is None:
             shown = metering.clip(str(data.get("model")), 80)
             served = ", ".join(sorted(PRICES))
@@ -167,7 +167,7 @@ class MeteringHandler(CustomLogger):
                 meter, data, 400, f"rexmle gateway: model {shown!r} is not served; use {served}"
             )
         data["model"] = model
-        view = native.estimate_view(data, route)
+        view = native.estimate_view(data)
         estimate = metering.estimate_usd(PRICES[model], view, meter.entry.reserve_output_tokens)
         deadline = time.monotonic() + HOLD_MAX_S
         while True:

@@ -1,5 +1,6 @@
 """The real LiteLLM gateway's native routes (Anthropic Messages, Gemini generateContent) in front
-of the stand-in: served names, metering, refusals in the provider's shape, budget, caps."""
+of the stand-in: served names, metering, refusals in the provider's shape, budget, caps.
+"""
 
 from __future__ import annotations
 
@@ -254,3 +255,27 @@ def test_rate_and_in_flight_caps_hold_on_the_native_routes(llm_gateway, upstream
     overlapping = max(sum(t <= s < t + delay for t in arrivals) for s in arrivals)
     assert overlapping == 2
     assert held.totals().calls == 6
+
+
+def test_geminis_openai_compatible_route_serves_bare_gemini_names_only(llm_gateway, upstream, link):
+    upstream.push(Reply(text="compat", input_tokens=50, output_tokens=10))
+    body = {"model": "gemini-3-pro", "messages": HELLO}
+    status, text = call(llm_gateway, "/v1beta/openai/chat/completions", body,
+                        {"Authorization": f"Bearer {link.token}"})  # fmt: skip
+    assert status == 200, text
+    assert json.loads(text)["choices"][0]["message"]["content"] == "compat"
+    (sent,) = upstream.completion_requests()
+    assert sent.path == GENERATE.format("gemini-3-pro-preview")  # Gemini's own API upstream
+    # the mark is the guard's alone: sent by a client it is removed, so the name is refused
+    forged = {"Authorization": f"Bearer {link.token}", "x-rexmle-native-protocol": "gemini"}
+    assert call(llm_gateway, "/v1/chat/completions", body, forged)[0] == 400
+    claude = {"model": "claude", "messages": HELLO}
+    refused = call(llm_gateway, "/v1beta/openai/chat/completions", claude,
+                   {"Authorization": f"Bearer {link.token}"})  # fmt: skip
+    assert refused[0] == 400
+    ok, forged_line, claude_line = lines(link, 3)
+    assert (ok["alias"], ok["tokens_in"], ok["tokens_out"]) == ("gw/gemini-3-pro", 50, 10)
+    # 50 * 2 + 10 * 12 = 220 per 1M
+    assert ok["cost_usd"] == pytest.approx(220e-6, abs=1e-12)
+    assert (forged_line["status"], claude_line["status"]) == ("refused", "refused")
+    assert len(upstream.completion_requests()) == 1
