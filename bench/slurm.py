@@ -23,8 +23,10 @@ from pathlib import Path
 from rexmle.agents.registry import load_agent
 from rexmle.runner.batch import make_job
 from rexmle.runner.executor_slurm import SlurmSettings, job_states, submit
-from rexmle.runner.executor_slurm_cluster import LocalSlurmCluster, cluster_problem
 from rexmle.runner.experiment import SlurmResources
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))
+from slurm_cluster import LocalSlurmCluster, cluster_problem
 
 FINAL = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY"}
 

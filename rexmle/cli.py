@@ -5,13 +5,16 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from rexmle import __version__
 from rexmle.errors import RexmleError
 from rexmle.terminal import console
+
+if TYPE_CHECKING:
+    from rexmle.tasks.solutions import SolutionWriteup
 
 app = typer.Typer(
     help="ReX-MLE: benchmark autonomous ML agents on real medical-imaging challenges.",
@@ -133,10 +136,12 @@ def info(task: str, data_dir: DataDirOption = None, as_json: JsonFlag = False) -
     from rexmle.tasks.folders import read_prepared, task_dirs
     from rexmle.tasks.leaderboard import leaderboard_source, load_leaderboard
     from rexmle.tasks.registry import Task, get_task
+    from rexmle.tasks.solutions import solution_writeup_if_written
 
     try:
         spec = get_task(task)
         board = load_leaderboard(task)
+        writeup = solution_writeup_if_written(task)
     except RexmleError as error:
         raise _fail(error) from error
     dirs = task_dirs(task, data_dir)
@@ -167,6 +172,7 @@ def info(task: str, data_dir: DataDirOption = None, as_json: JsonFlag = False) -
                 "data_dir": str(dirs.root),
                 "prepared": _prepared_state(prepared),
                 "study_definitions": {"differ": study_differs, "errata": ERRATA_DOC},
+                "winning_solution": None if writeup is None else writeup.as_dict(),
             }
         )
         return
@@ -204,6 +210,7 @@ def info(task: str, data_dir: DataDirOption = None, as_json: JsonFlag = False) -
         f"study definitions (--definitions study) {verdict} the official ones: "
         f"{ERRATA_DOC}, entry {spec.id}"
     )
+    _print_writeup(spec.family, writeup)
     if not spec.is_implemented:
         out.print("[yellow]prepare and grade are not built for this task yet[/]")
     state = (
@@ -212,6 +219,17 @@ def info(task: str, data_dir: DataDirOption = None, as_json: JsonFlag = False) -
         else f"prepared ({'mini' if prepared['mini'] else 'full'})"
     )
     out.print(f"data: {dirs.root} — {state}")
+
+
+def _print_writeup(family: str, writeup: SolutionWriteup | None) -> None:
+    """The winning-solution lines of ``rexmle info``: team, score and every source."""
+    if writeup is None:
+        out.print(f"winning solution: none written (rexmle/challenges/{family}/solutions.yaml)")
+        return
+    rank = f", rank {writeup.rank}" if writeup.rank is not None else ""
+    out.print(f"winning solution: {writeup.team}{rank} — {writeup.reported_score}", highlight=False)
+    for source in writeup.sources:
+        out.print(f"  source: {source.title} ({source.kind}): {source.address}", highlight=False)
 
 
 @app.command("prepare")

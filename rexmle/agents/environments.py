@@ -19,8 +19,9 @@ The lock hash is the SHA-256 of the lock file's bytes, followed (for a pinned so
 commit and subdirectory, or the content hash of a source folder given with ``--source``. An
 install whose stamp carries the same hash is not repeated. Sandboxes mount the folder read-only.
 
-The agents cache is ``$REXMLE_AGENTS_DIR``, else ``$XDG_CACHE_HOME/rexmle-agents``, else
-``~/.cache/rexmle-agents``; never under ``/tmp`` (private inside sandboxes) and never under the
+The agents cache, uv, the interpreter a venv is made from, the install steps and the stamp are
+those of every locked environment (:mod:`rexmle.envs.locked`, shared with the LLM gateway's).
+The cache is never under ``/tmp`` (private inside sandboxes) and never under the
 data root or the runs root (hidden inside sandboxes): :func:`check_cache_location` says so.
 
 Torch variant: ``$REXMLE_TORCH_VARIANT`` (``cpu`` or ``cuda``), else ``cuda`` where an NVIDIA
@@ -34,16 +35,13 @@ from __future__ import annotations
 import configparser
 import glob
 import hashlib
-import json
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
 from typing import Literal
@@ -51,19 +49,37 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from rexmle.declarations import parse_declaration
-from rexmle.errors import RexmleError, SpecError
+from rexmle.envs.locked import (
+    STAMP,
+    EnvInstallError,
+    Progress,
+    agents_cache_dir,
+    base_interpreter,
+    is_installed,
+    run_step,
+    uv_environment,
+    uv_executable,
+    venv_command,
+    write_stamp,
+)
+from rexmle.errors import SpecError
+
+__all__ = [
+    "STAMP",
+    "AgentEnv",
+    "EnvInstallError",
+    "Progress",
+    "agents_cache_dir",
+    "base_interpreter",
+    "uv_executable",
+]
 
 TorchVariant = Literal["cpu", "cuda"]
 TORCH_VARIANTS: tuple[TorchVariant, ...] = ("cpu", "cuda")
 CPU_TORCH_INDEX = "https://download.pytorch.org/whl/cpu"
 PYPI_INDEX = "https://pypi.org/simple"
-STAMP = "installed.json"
 LOCK_PLATFORM = "x86_64-manylinux_2_28"
 LOCK_PYTHON = "3.11"
-
-
-class EnvInstallError(RexmleError):
-    """An agent environment could not be installed (the message says which step and why)."""
 
 
 class EnvSource(BaseModel):
@@ -135,16 +151,6 @@ def torch_variant() -> TorchVariant:
     return "cuda" if glob.glob("/dev/nvidia[0-9]*") else "cpu"
 
 
-def agents_cache_dir() -> Path:
-    """The agents cache (see the module docstring), as an absolute path."""
-    explicit = os.environ.get("REXMLE_AGENTS_DIR")
-    if explicit:
-        return Path(explicit).expanduser().absolute()
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
-    return (base / "rexmle-agents").absolute()
-
-
 def check_cache_location(cache_dir: Path, hidden: Sequence[Path]) -> None:
     """Refuse an agents cache that a sandbox could not show to the agent.
 
@@ -195,31 +201,6 @@ def pip_find_links() -> list[str]:
     return list(dict.fromkeys(found))
 
 
-def uv_executable() -> str:
-    """The ``uv`` program: next to this interpreter (a dependency of rexmle), else on PATH.
-
-    Raises:
-        EnvInstallError: uv is not installed.
-    """
-    beside = Path(sys.executable).parent / "uv"
-    if beside.is_file():
-        return str(beside)
-    found = shutil.which("uv")
-    if found is None:
-        msg = "uv is not installed; install rexmle with its dependencies (pip install -e .)"
-        raise EnvInstallError(msg)
-    return found
-
-
-def base_interpreter() -> Path:
-    """The base Python of the harness (not its virtualenv's link): agent venvs are made from it.
-
-    Sandboxes already show that interpreter's installation, so an agent's venv works inside.
-    """
-    base = Path(getattr(sys, "_base_executable", sys.executable))
-    return base if base.is_file() else Path(sys.executable)
-
-
 def tree_sha256(folder: Path) -> str:
     """SHA-256 over the relative paths and bytes of every regular file under ``folder``."""
     digest = hashlib.sha256()
@@ -264,11 +245,7 @@ class AgentEnv:
 
     def is_installed(self) -> bool:
         """Whether a complete install with this lock hash is in place."""
-        try:
-            stamp = json.loads(self.stamp.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return False
-        return stamp.get("lock_hash") == self.lock_hash and self.python.exists()
+        return is_installed(self.root, self.lock_hash, self.python)
 
     def interpreter_home(self) -> Path | None:
         """The installation the venv's interpreter links to (``home`` in ``pyvenv.cfg``)."""
@@ -361,33 +338,6 @@ def resolve_env(
         root=root,
         source=described,
     )
-
-
-Progress = Callable[[str], None]
-
-
-def _run_step(argv: list[str], what: str, progress: Progress, **kwargs: object) -> None:
-    """Run one install step, passing its output lines to ``progress``; raise when it fails."""
-    progress(f"{what}: {' '.join(argv[:4])} …")
-    process = subprocess.Popen(
-        argv,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        stdin=subprocess.DEVNULL,
-        text=True,
-        **kwargs,  # type: ignore[call-overload]
-    )
-    tail: list[str] = []
-    for line in process.stdout or ():
-        line = line.rstrip()
-        if line:
-            progress(line)
-            tail = [*tail[-19:], line]
-    code = process.wait()
-    if code != 0:
-        detail = "\n".join(tail)
-        msg = f"{what} failed (exit {code}):\n{detail}"
-        raise EnvInstallError(msg)
 
 
 def _git(repository: str, *args: str) -> subprocess.CompletedProcess[bytes]:
@@ -596,16 +546,9 @@ def install_env(
     declaration = load_declaration(env.name)
     shutil.rmtree(env.root, ignore_errors=True)
     env.root.mkdir(parents=True)
-    uv = uv_executable()
-    uv_env = {**os.environ, "UV_NO_CONFIG": "1"}
-    uv_env.pop("VIRTUAL_ENV", None)
-    _run_step(
-        [uv, "venv", "--no-config", "--python", str(base_interpreter()), str(env.venv)],
-        "creating the virtualenv",
-        progress,
-        env=uv_env,
-    )
-    _run_step(
+    uv_env = uv_environment()
+    run_step(venv_command(env.venv), "creating the virtualenv", progress, env=uv_env)
+    run_step(
         sync_command(env, index_url=index_url),
         f"installing {env.lock_file.name}",
         progress,
@@ -613,26 +556,24 @@ def install_env(
     )
     left_out = _fetch_source(env, declaration, _source_override(declaration, source))
     check = "; ".join(f"import {module}" for module in declaration.check_imports)
-    _run_step(
+    run_step(
         [str(env.python), "-c", check],
         "checking the imports",
         progress,
-        cwd=str(env.source_dir if declaration.source is not None else env.root),
+        cwd=env.source_dir if declaration.source is not None else env.root,
         env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
     )
     seconds = time.perf_counter() - started
-    stamp = {
-        "agent": env.name,
-        "variant": env.variant,
-        "lock_file": f"rexmle/agents/envs/{env.name}/{env.lock_file.name}",
-        "lock_hash": env.lock_hash,
-        "source": env.source,
-        "source_left_out": left_out,
-        "python": str(base_interpreter()),
-        "installed_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "seconds": round(seconds, 1),
-    }
-    tmp = env.root / f".{STAMP}.tmp"
-    tmp.write_text(json.dumps(stamp, indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, env.stamp)
+    write_stamp(
+        env.root,
+        env.lock_hash,
+        {
+            "agent": env.name,
+            "variant": env.variant,
+            "lock_file": f"rexmle/agents/envs/{env.name}/{env.lock_file.name}",
+            "source": env.source,
+            "source_left_out": left_out,
+            "seconds": round(seconds, 1),
+        },
+    )
     return InstallResult(env=env, installed=True, seconds=seconds)

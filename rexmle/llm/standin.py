@@ -1,4 +1,9 @@
-"""A scripted stand-in for the LLM providers: an HTTP server on 127.0.0.1 speaking their APIs.
+"""The offline stand-in for the LLM providers: an HTTP server on 127.0.0.1 speaking their APIs.
+
+``rexmle llm standin`` serves it (default port :data:`DEFAULT_PORT`); the shipped LLM config
+``rexmle/llm/standin_llm.yaml`` (:func:`standin_config_path`) routes every model of the built-in
+config to it, so any agent runs end to end without a provider or a key: a way to try an agent,
+an experiment file or a cluster set-up before spending money.
 
 Endpoints (each also without the ``/v1`` prefix):
 
@@ -16,13 +21,19 @@ Each completion call takes the next :class:`Reply` of the queue (then the ``resp
 the default reply): text, tool calls, token counts, an error status, a delay or a hang. Token
 counts not scripted are counted from the request: one token per whitespace-separated word of
 its message texts (input) and of the reply (output). Every request is recorded with its
-headers and JSON body. Run as ``python -m rexmle.llm.standin [--port P] [--script FILE.json]``
-to serve until SIGTERM (the ``make test-agents`` target points its ``--llm-config`` here).
+headers and JSON body.
+
+A reply script (``--script FILE.json``) is a JSON list of replies, answered in order, one per
+completion call; each is an object with the fields of :class:`Reply` (all optional)::
+
+    [{"text": "hello"},
+     {"tool_calls": [{"name": "submit", "arguments": {"path": "submission.csv"}}]},
+     {"status": 429, "error": "slow down"},
+     {"text": "late", "delay_s": 2.5, "input_tokens": 1000, "output_tokens": 20}]
 """
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import itertools
 import json
@@ -35,11 +46,15 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from importlib import resources
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 STREAM_PIECE_CHARS = 8
+DEFAULT_PORT = 8765
+"""The port ``rexmle llm standin`` serves on unless told another; the shipped config's."""
+CONFIG_NAME = "standin_llm.yaml"
 """Streamed text is cut into pieces of this many characters (one SSE event each)."""
 
 
@@ -736,29 +751,22 @@ def load_script(path: Path) -> list[Reply]:
     return [Reply.from_dict(entry) for entry in entries]
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Serve until SIGTERM/SIGINT; prints ``listening on <base url>`` once ready."""
-    parser = argparse.ArgumentParser(prog="python -m rexmle.llm.standin")
-    parser.add_argument("--port", type=int, default=0)
-    parser.add_argument("--script", type=Path, default=None, help="JSON list of replies")
-    parser.add_argument("--default-text", default="ok", help="reply once the script is used up")
-    parser.add_argument("--api-key", action="append", default=None, help="accepted key(s)")
-    options = parser.parse_args(argv)
-    replies = load_script(options.script) if options.script else []
-    upstream = ScriptedUpstream(
-        replies,
-        default=Reply(text=options.default_text),
-        api_keys=set(options.api_key) if options.api_key else None,
-        port=options.port,
-    )
+def standin_config_path() -> Path:
+    """The shipped LLM config for the stand-in on :data:`DEFAULT_PORT`."""
+    return Path(str(resources.files("rexmle.llm").joinpath(CONFIG_NAME)))
+
+
+def standin_config_text(port: int) -> str:
+    """The shipped config with its base URLs on ``port`` instead of :data:`DEFAULT_PORT`."""
+    text = standin_config_path().read_text(encoding="utf-8")
+    return text.replace(f"127.0.0.1:{DEFAULT_PORT}", f"127.0.0.1:{port}")
+
+
+def serve(upstream: ScriptedUpstream, on_ready: Callable[[str], None]) -> None:
+    """Serve ``upstream`` until SIGTERM or SIGINT; ``on_ready`` gets its base URL once bound."""
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: done.set())
     signal.signal(signal.SIGINT, lambda *_: done.set())
     with upstream:
-        print(f"listening on {upstream.base_url}", flush=True)  # noqa: T201
+        on_ready(upstream.base_url)
         done.wait()
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

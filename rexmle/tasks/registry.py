@@ -24,6 +24,8 @@ from rexmle.tasks.spec import SubmissionSpec, TaskSpec
 
 CHALLENGES_PACKAGE = "rexmle.challenges"
 LEADERBOARD_SUFFIX = ".leaderboard.csv"
+NOT_TASK_FILES = frozenset({"solutions.yaml"})
+"""YAML files of a family folder that declare no task (the winning-solution write-ups)."""
 
 
 def _challenges_root() -> Traversable:
@@ -47,7 +49,7 @@ def all_tasks() -> dict[str, TaskSpec]:
         if not family.is_dir() or family.name.startswith(("_", ".")):
             continue
         for entry in sorted(family.iterdir(), key=lambda p: p.name):
-            if not entry.name.endswith(".yaml"):
+            if not entry.name.endswith(".yaml") or entry.name in NOT_TASK_FILES:
                 continue
             spec = _load_spec(family.name, entry)
             if spec.id in found:
@@ -94,6 +96,8 @@ def get_task(task_id: str) -> TaskSpec:
 
 def _files_named(name: str) -> list[tuple[str, str]]:
     """``(family, file name)`` of every family folder holding a file called ``name``."""
+    if name in NOT_TASK_FILES:
+        return []
     return [
         (family.name, name)
         for family in sorted(_challenges_root().iterdir(), key=lambda p: p.name)

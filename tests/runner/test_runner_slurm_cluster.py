@@ -27,7 +27,7 @@ from conftest import COPY_SAMPLE, marker_processes
 
 from rexmle.llm.standin import Reply
 from rexmle.records.runs import read_record
-from rexmle.runner.executor_slurm_cluster import ClusterError, LocalSlurmCluster, cluster_problem
+from tests.support.slurm_cluster import ClusterError, LocalSlurmCluster, cluster_problem
 
 pytestmark = pytest.mark.slow
 
@@ -77,6 +77,12 @@ def status_of(folder: Path) -> str | None:
     return None if record is None else record.status
 
 
+def slurm_executor(**slurm: object) -> dict[str, object]:
+    """The experiments' Slurm executor: one CPU, 1 GB, 120 s grading, 60 s margin, then ``slurm``."""
+    defaults = {"cpus_per_task": 1, "mem_gb": 1, "grading_time_s": 120, "margin_s": 60}
+    return {"kind": "slurm", "slurm": {**defaults, **slurm}}
+
+
 def experiment(tmp_path: Path, name: str, agent: str, seeds: list[int], **more: object) -> Path:
     sandbox = more.pop("sandbox", "local")
     content = {
@@ -88,10 +94,7 @@ def experiment(tmp_path: Path, name: str, agent: str, seeds: list[int], **more: 
         "mini": True,
         "sandbox": sandbox,
         "gpus_per_run": 1,
-        "executor": {
-            "kind": "slurm",
-            "slurm": {"cpus_per_task": 1, "mem_gb": 1, "grading_time_s": 120, "margin_s": 60},
-        },
+        "executor": slurm_executor(),
         **more,
     }
     path = tmp_path / f"{name}.yaml"
@@ -354,6 +357,38 @@ def test_a_plain_scancel_of_a_running_job_is_cancelled_and_runs_again(
     assert status_of(folder) == "completed"
 
 
+def test_slurms_time_limit_signal_is_recorded_cancelled_and_the_run_runs_again(
+    tmp_path: Path, dirs
+):
+    """``--signal=B:TERM@margin`` before the job's ``--time`` ends: the harness records the run
+    ``cancelled`` (not a failure) and the next ``rexmle run`` runs it again.
+    """
+    hold, agent = held_agent(tmp_path, "timelimit")
+    timed_dir = tmp_path / "timed"  # the same study (same runs), in a job of 3 minutes
+    timed_dir.mkdir()
+    timed = experiment(
+        timed_dir, "timelimit", str(agent), [0],
+        # TERM 90 s before the end of --time=3 (Slurm sends it up to 60 s early): 30-90 s after
+        # the start, while the held agent (limit 120 s) still runs
+        executor=slurm_executor(margin_s=90, extra_args=["--time=3"]),
+    )  # fmt: skip
+    folder = dirs["runs"] / "timelimit" / "isles22" / "timelimit" / "seed-0"
+    assert rexmle("run", "--experiment", str(timed), "--no-wait", *common(dirs)).returncode == 0
+    wait_for(lambda: status_of(folder) == "running" and bool(marker_processes(str(hold))))
+    wait_for(lambda: status_of(folder) != "running", timeout_s=150)
+    record = read_record(folder)
+    assert record is not None
+    assert record.status == "cancelled", (record.status, record.error)
+    assert "cancelled while the agent ran" in (record.error or ""), record.error
+    assert record.timings_s.get("agent", 0.0) < 115  # the signal, not the agent's time limit
+    hold.unlink()
+    rerun = rexmle("run", "--experiment", str(experiment(tmp_path, "timelimit", str(agent), [0])),
+                   *common(dirs))  # fmt: skip
+    assert rerun.returncode == 0, rerun.stderr
+    assert "1 run(s) to submit" in rerun.stderr
+    assert status_of(folder) == "completed"
+
+
 def test_a_scancel_during_grading_is_cancelled_and_runs_again(
     tmp_path: Path, dirs, cluster: LocalSlurmCluster
 ):
@@ -382,11 +417,7 @@ def test_rexmle_cancel_of_a_queued_job_returns_at_once_and_it_runs_again(tmp_pat
     held_dir.mkdir()
     held = experiment(
         held_dir, "queued", str(agent), [0],
-        executor={
-            "kind": "slurm",
-            "slurm": {"cpus_per_task": 1, "mem_gb": 1, "grading_time_s": 120, "margin_s": 60,
-                      "extra_args": ["--hold"]},  # pending until released: never starts
-        },
+        executor=slurm_executor(extra_args=["--hold"]),  # pending until released: never starts
     )  # fmt: skip
     folder = dirs["runs"] / "queued" / "isles22" / "queued" / "seed-0"
     assert rexmle("run", "--experiment", str(held), "--no-wait", *common(dirs)).returncode == 0
@@ -417,11 +448,7 @@ def test_a_requeued_job_runs_its_run_again_and_counts_the_restart(
     hold, agent = held_agent(tmp_path, "requeued")
     study = experiment(
         tmp_path, "requeued", str(agent), [0],
-        executor={
-            "kind": "slurm",
-            "slurm": {"cpus_per_task": 1, "mem_gb": 1, "grading_time_s": 120, "margin_s": 60,
-                      "extra_args": ["--requeue"]},
-        },
+        executor=slurm_executor(extra_args=["--requeue"]),
     )  # fmt: skip
     folder = dirs["runs"] / "requeued" / "isles22" / "requeued" / "seed-0"
     assert rexmle("run", "--experiment", str(study), "--no-wait", *common(dirs)).returncode == 0

@@ -1,5 +1,7 @@
 """A real single-node Slurm cluster under one temporary folder, for tests and benchmarks.
 
+Test support, not part of the product: ``tests/runner`` and ``bench/slurm.py`` use it.
+
 Starts Debian's ``munged``, ``slurmctld`` and ``slurmd`` by hand (no systemd), with every file
 they use (config, key, state, spool, logs, sockets) under ``root``, free TCP ports, and fake GPUs:
 character devices made with ``mknod`` (Slurm refuses plain files) declared as ``gpu:fake:N``, so
