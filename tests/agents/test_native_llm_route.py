@@ -4,6 +4,8 @@ back-ends at the gateway's native routes; ``openai`` (the default) keeps every m
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 
 import pytest
@@ -11,6 +13,8 @@ import pytest
 from rexmle.agents.adapters import aide, ml_master, native_llm
 from rexmle.agents.registry import load_agent
 from rexmle.errors import SpecError
+from rexmle.llm.config import Limits
+from rexmle.llm.standin import Reply
 from tests.agents.test_adapters import GATEWAY, config_for, fake_env
 
 ROOT = GATEWAY["REXMLE_LLM_BASE_URL"]
@@ -110,3 +114,76 @@ def test_ml_master_native_claude_and_gemini(workspace, tmp_path):
     assert "agent.code.model=gw/gemini-3-pro" in launch.argv
     assert f"agent.code.base_url={ROOT}/v1" in launch.argv
     assert "GOOGLE_GEMINI_BASE_URL" not in launch.env
+
+
+FAKE_GEMINI_BACKEND = """
+import os
+import subprocess
+import sys
+import openai
+
+_client = None
+
+
+def _setup_gemini_client():  # as aideml 0.2.2: the Google URL is written into the set-up
+    global _client
+    _client = openai.OpenAI(
+        api_key="unused", base_url="https://generativelanguage.googleapis.com/v1beta/openai/",
+        max_retries=0,
+    )
+
+
+def query(model, text):
+    _setup_gemini_client()
+    answer = _client.chat.completions.create(
+        model=model, messages=[{"role": "user", "content": text}]
+    )
+    return answer.choices[0].message.content
+"""
+FAKE_RUN = """
+import os
+import subprocess
+import sys
+from aide.backend import backend_gemini
+
+
+def run():
+    model = dict(arg.split("=", 1) for arg in sys.argv[1:])["agent.code.model"]
+    print("ANSWER", backend_gemini.query(model, "hello"))
+"""
+
+
+@pytest.mark.slow
+def test_the_aide_gemini_launcher_sends_aides_gemini_calls_to_the_gateway(
+    llm_gateway, upstream, tmp_path
+):
+    """AIDE's module layout with its Gemini client set-up, run by the launcher under the
+    gateway environment's ``openai`` SDK (the version AIDE's lock pins): the call reaches the
+    gateway's Gemini OpenAI-compatible route, not Google (unreachable here), and is metered.
+    """
+    package = tmp_path / "fake" / "aide"
+    (package / "backend").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "backend" / "__init__.py").write_text("")
+    (package / "backend" / "backend_gemini.py").write_text(FAKE_GEMINI_BACKEND)
+    (package / "run.py").write_text(FAKE_RUN)
+    link = llm_gateway.register("aide-gemini", tmp_path, limits=Limits(budget_usd=1.0))
+    upstream.push(Reply(text="from gemini", input_tokens=12, output_tokens=3))
+    env = {
+        "PATH": os.environ["PATH"],
+        "PYTHONPATH": str(tmp_path / "fake"),
+        "REXMLE_GEMINI_OPENAI_BASE_URL": f"{llm_gateway.base_url}/v1beta/openai/",
+        "GEMINI_API_KEY": link.token,
+    }
+    done = subprocess.run(
+        [str(llm_gateway.env.python), str(aide.GEMINI_LAUNCHER), "agent.code.model=gemini-3-pro"],
+        env=env, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "ANSWER from gemini" in done.stdout
+    (sent,) = upstream.completion_requests()
+    assert sent.path == "/v1beta/models/gemini-3-pro-preview:generateContent"
+    totals = link.totals()
+    assert (totals.calls, totals.tokens_in, totals.tokens_out) == (1, 12, 3)
+    # 12 * 2 + 3 * 12 = 60 per 1M
+    assert totals.cost_usd == pytest.approx(60e-6, abs=1e-12)
