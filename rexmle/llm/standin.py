@@ -560,10 +560,10 @@ class _Handler(BaseHTTPRequestHandler):
         if reply.status != 200:
             self._send_json(reply.status, _error_body(route, reply.status, reply.error))
             return
-        if gemini is not None:
+        if api is None:
+            assert gemini is not None  # checked above: one of the two matched
             self._gemini(_Gemini(reply, body, upstream.ids, gemini["model"]), gemini["verb"])
             return
-        assert api is not None
         answer = api(reply, body, upstream.ids)
         if body.get("stream"):
             self._stream(answer.events())
