@@ -134,7 +134,7 @@ def main() -> None:
     print(
         f"machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}"
     )
-    print(f"| route ({options.calls} calls) | p50 direct / gateway / overhead (ms) | p95 ... |")
+    print(f"| route ({options.calls} calls) | p50 direct / gateway / overhead (ms) | p95 (same) |")
     print("|---|---|---|")
     for name, row in figures.items():
         cells = [
