@@ -4,6 +4,7 @@ back-ends at the gateway's native routes; ``openai`` (the default) keeps every m
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -14,7 +15,7 @@ from rexmle.agents.adapters import aide, ml_master, native_llm
 from rexmle.agents.registry import load_agent
 from rexmle.errors import SpecError
 from rexmle.llm.config import Limits
-from rexmle.llm.standin import Reply
+from rexmle.llm.standin import Reply, ToolCall
 from tests.agents.test_adapters import GATEWAY, config_for, fake_env
 
 ROOT = GATEWAY["REXMLE_LLM_BASE_URL"]
@@ -117,6 +118,7 @@ def test_ml_master_native_claude_and_gemini(workspace, tmp_path):
 
 
 FAKE_GEMINI_BACKEND = """
+import json
 import os
 import subprocess
 import sys
@@ -141,6 +143,7 @@ def query(model, text):
     return answer.choices[0].message.content
 """
 FAKE_RUN = """
+import json
 import os
 import subprocess
 import sys
@@ -187,3 +190,91 @@ def test_the_aide_gemini_launcher_sends_aides_gemini_calls_to_the_gateway(
     assert (totals.calls, totals.tokens_in, totals.tokens_out) == (1, 12, 3)
     # 12 * 2 + 3 * 12 = 60 per 1M
     assert totals.cost_usd == pytest.approx(60e-6, abs=1e-12)
+
+
+SDK_CALLS = """
+import json, os, sys
+import anthropic
+from google import genai
+from google.genai import types
+
+root, token = sys.argv[1], sys.argv[2]
+# ML-Master's Anthropic back-end: Anthropic(api_key, base_url), text blocks, temperature, a
+# streamed code call and a forced tool call for the feedback
+client = anthropic.Anthropic(api_key=token, base_url=root, max_retries=0)
+stream = client.messages.create(
+    model="claude", max_tokens=64, temperature=1.0, system="rules", stream=True,
+    messages=[{"role": "user", "content": [{"type": "text", "text": "write code"}]}],
+)
+text = "".join(getattr(getattr(e, "delta", None), "text", "") or "" for e in stream)
+tool = {"name": "submit_review", "description": "d",
+        "input_schema": {"type": "object", "properties": {"is_bug": {"type": "boolean"}}}}
+review = client.messages.create(
+    model="claude", max_tokens=64, temperature=1.0, tools=[tool],
+    tool_choice={"type": "tool", "name": "submit_review"},
+    messages=[{"role": "user", "content": [{"type": "text", "text": "review"}]}],
+)
+# ML-Master's Gemini back-end: genai.Client(api_key) with the base URL from the environment
+gemini = genai.Client(api_key=token)
+answer = gemini.models.generate_content(
+    model="gemini-3-pro", contents=["user: write code"],
+    config=types.GenerateContentConfig(temperature=1.0, max_output_tokens=64),
+)
+try:
+    anthropic.Anthropic(api_key=token, base_url=root, max_retries=0).messages.create(
+        model="gemini-3-pro", max_tokens=8, messages=[{"role": "user", "content": "x"}])
+    refused = "not refused"
+except anthropic.BadRequestError as error:
+    refused = error.body["error"]["type"] + ": " + error.body["error"]["message"]
+print(json.dumps({"claude": text, "tool": review.content[0].input, "gemini": answer.text,
+                  "refused": refused}))
+"""
+
+
+def sdk_python() -> str | None:
+    """An interpreter with ML-Master's pinned anthropic and google-genai SDKs: its installed
+    environment, or ``REXMLE_TEST_SDK_PYTHON``.
+    """
+    from rexmle.agents.environments import resolve_env
+
+    given = os.environ.get("REXMLE_TEST_SDK_PYTHON")
+    if given:
+        return given
+    env = resolve_env("ml-master")
+    return str(env.python) if env.is_installed() else None
+
+
+@pytest.mark.slow
+def test_ml_masters_sdks_reach_the_native_routes_and_are_metered(llm_gateway, upstream, tmp_path):
+    python = sdk_python()
+    if python is None:
+        pytest.skip("ML-Master's environment is not installed (or set REXMLE_TEST_SDK_PYTHON)")
+    link = llm_gateway.register("ml-master-sdks", tmp_path, limits=Limits(budget_usd=1.0))
+    upstream.push(
+        Reply(text="print('code')", input_tokens=20, output_tokens=4),
+        Reply(tool_calls=(ToolCall("submit_review", {"is_bug": False}),), input_tokens=30,
+              output_tokens=6),
+        Reply(text="gemini code", input_tokens=40, output_tokens=8, reasoning_tokens=2),
+    )  # fmt: skip
+    script = tmp_path / "sdk_calls.py"
+    script.write_text(SDK_CALLS)
+    env = {"PATH": os.environ["PATH"], "GOOGLE_GEMINI_BASE_URL": llm_gateway.base_url}
+    done = subprocess.run(
+        [python, str(script), llm_gateway.base_url, link.token],
+        env=env, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["claude"] == "print('code')"
+    assert out["tool"] == {"is_bug": False}
+    assert out["gemini"] == "gemini code"
+    assert out["refused"].startswith("invalid_request_error: ")  # parsed by the SDK
+    assert "is not served" in out["refused"]
+    paths = [r.path for r in upstream.completion_requests()]
+    assert paths == ["/v1/messages", "/v1/messages",
+                     "/v1beta/models/gemini-3-pro-preview:generateContent"]  # fmt: skip
+    totals = link.totals()
+    assert (totals.calls, totals.calls_refused) == (4, 1)
+    assert (totals.tokens_in, totals.tokens_out, totals.tokens_reasoning) == (90, 18, 2)
+    # claude: 20 * 3 + 4 * 15 + 30 * 3 + 6 * 15 = 300; gemini: 40 * 2 + 8 * 12 = 176 per 1M
+    assert totals.cost_usd == pytest.approx(476e-6, abs=1e-12)
