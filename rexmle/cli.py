@@ -537,7 +537,9 @@ def report(
     for path in written if not browser else [p for p in written if p.name == "index.html"]:
         out.print(f"wrote {path}")
     if browser:
-        out.print(f"wrote {len(written) - 1} run pages and plots under {html_out}")
+        pages = sum(1 for p in written if p.is_relative_to(html_out / "runs"))
+        plots = sum(1 for p in written if p.is_relative_to(html_out / "plots"))
+        out.print(f"wrote {pages} run pages and {plots} plots under {html_out}")
 
 
 @app.command("analyze")
