@@ -536,9 +536,9 @@ def report(
     browser = html_out is not None and html_out not in written
     for path in written if not browser else [p for p in written if p.name == "index.html"]:
         out.print(f"wrote {path}")
-    if browser:
-        pages = sum(1 for p in written if p.is_relative_to(html_out / "runs"))
-        plots = sum(1 for p in written if p.is_relative_to(html_out / "plots"))
+    if browser and html_out is not None:
+        pages = len([p for p in written if p.is_relative_to(html_out / "runs")])
+        plots = len([p for p in written if p.is_relative_to(html_out / "plots")])
         out.print(f"wrote {pages} run pages and {plots} plots under {html_out}")
 
 
