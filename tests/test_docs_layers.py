@@ -60,3 +60,10 @@ def test_every_module_path_of_the_architecture_page_exists() -> None:
         if not found:
             missing.append(path)
     assert not missing, f"docs/architecture.md names files that do not exist: {missing}"
+
+
+def test_the_scaffold_points_to_a_readme_section_that_exists() -> None:
+    source = (ROOT / "rexmle" / "scaffold" / "commands.py").read_text(encoding="utf-8")
+    (section,) = re.findall(r"\(README, '([^']+)'\)", source)
+    headings = re.findall(r"^#+ (.+)$", (ROOT / "README.md").read_text(encoding="utf-8"), re.M)
+    assert section in headings
