@@ -441,7 +441,10 @@ def run(
                     force_config=force_config,
                 )
             except RexmleError as error:
-                if experiment is None:
+                from rexmle.agents.llm_launch import EnvNotInstalled
+
+                # a study by flags shows its runs before its agents are installed, as a file's
+                if experiment is None and not isinstance(error, EnvNotInstalled):
                     raise
                 from rexmle.runner.experiment import expand
 
