@@ -1,15 +1,21 @@
 """LLM gateway figures, before and after a change, measured in the same run on the same machine.
 
-Run: ``.venv/bin/python bench/gateway.py [--calls 200] [--before REV] [--cold-install]``. Each
-side runs in its own process: the working tree ("after") and, with ``--before``, the ``rexmle``
-package of commit REV (``git archive``, same gateway lock, so the same LiteLLM environment). A
-scripted stand-in (``rexmle.llm.standin``) answers on 127.0.0.1. Figures:
+Run: ``.venv/bin/python bench/gateway.py [--calls 200] [--before REV] [--repeat N]
+[--cold-install]``. Each side runs in its own process: the working tree ("after") and, with
+``--before``, the ``rexmle`` package of commit REV (``git archive``, same gateway lock, so the
+same LiteLLM environment); with ``--repeat N`` the sides take turns N times and each figure is
+the median of the N, the overheads with their range (min-max) beside it. A scripted stand-in
+(``rexmle.llm.standin``) answers on 127.0.0.1. Figures:
 
 - per-call overhead: the same chat completion (plain, then streamed) sent ``--calls`` times, one
   at a time on a kept-alive connection, directly to the stand-in and through a real gateway
-  (LiteLLM proxy, metering callback writing usage lines): p50/p95 of both and their difference;
+  (LiteLLM proxy, metering callback writing usage lines): p50/p90 of both and their difference;
+  the same through the relay a sandboxed agent uses (127.0.0.1 port -> unix socket -> gateway
+  port, ``rexmle.runner.sandbox.shim``);
 - the gateway's start time (process start to first healthy answer) and its resident memory
   (proxy process group, after the calls);
+- the node's shared gateway (``rexmle.llm.node_gateway``, where the code has it): the time a
+  first process takes to start it (keeper and proxy) and the time a second one takes to attach;
 - budget overshoot: 40 calls sent at once to a stand-in that answers each after 0.5 s, for a run
   whose budget (0.05 USD) leaves room for 4.995 calls of 0.01001 USD: the calls that reached the
   upstream, those beyond the 5 the budget allows, the USD spent past the budget, and the calls the
@@ -21,17 +27,20 @@ scripted stand-in (``rexmle.llm.standin``) answers on 127.0.0.1. Figures:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import http.client
 import json
 import math
 import os
 import platform
+import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -173,18 +182,66 @@ limits: {{budget_usd: 1000.0, max_calls_per_minute: 100000}}
                     upstream.port, "/v1/chat/completions", direct_body, os.environ[KEY_ENV], calls
                 )
                 through = timed_calls(gateway.port, "/v1/chat/completions", body, link.token, calls)
+                with relayed(gateway.port, Path(folder)) as relay_port:
+                    timed_calls(relay_port, "/v1/chat/completions", body, link.token, 5)
+                    relay = timed_calls(relay_port, "/v1/chat/completions", body, link.token, calls)
                 kind = "streamed" if stream else "plain"
-                for q in (0.5, 0.95):
+                for q in (0.5, 0.9):
                     d, g = percentile_ms(direct, q), percentile_ms(through, q)
                     name = f"{kind}_p{round(q * 100)}"
                     figures[f"{name}_direct_ms"] = d
                     figures[f"{name}_gateway_ms"] = g
                     figures[f"{name}_overhead_ms"] = g - d
+                    figures[f"relay_{name}_direct_ms"] = d
+                    figures[f"relay_{name}_gateway_ms"] = percentile_ms(relay, q)
+                    figures[f"relay_{name}_overhead_ms"] = percentile_ms(relay, q) - d
             assert gateway.process is not None
             figures["rss_mib"] = rss_mb(gateway.process.pid)
             figures.update(
                 {f"overshoot_{k}": v for k, v in overshoot(gateway, upstream, Path(folder)).items()}
             )
+        figures.update(shared_start(config, env))
+    return figures
+
+
+@contextlib.contextmanager
+def relayed(port: int, folder: Path) -> Iterator[int]:
+    """A port that reaches ``port`` the way a sandboxed agent does: the sandbox side's TCP relay
+    to a unix socket, the host side's bridge from it to the gateway (both in this process).
+    """
+    from rexmle.runner.sandbox.shim import start_relay, start_unix_bridge
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        relay_port = int(probe.getsockname()[1])
+    path = folder / "relay.sock"
+    bridge = start_unix_bridge(path, port)
+    relay = start_relay(relay_port, path)
+    try:
+        yield relay_port
+    finally:
+        relay.close()
+        bridge.close()
+        path.unlink(missing_ok=True)
+
+
+def shared_start(config: Any, env: Any) -> dict[str, float]:
+    """Seconds to start the node's shared gateway and to attach a second user to it (NaN
+    where the code has no shared gateway).
+    """
+    try:
+        from rexmle.llm.node_gateway import RUNTIME_ENV, SharedGateway
+    except ImportError:
+        return {"shared_start_s": math.nan, "shared_attach_s": math.nan}
+    with tempfile.TemporaryDirectory() as runtime:
+        os.environ[RUNTIME_ENV] = runtime
+        first = SharedGateway(config, env=env).start()
+        second = SharedGateway(config, env=env).start()
+        assert second.port == first.port
+        figures = {"shared_start_s": first.startup_s, "shared_attach_s": second.startup_s}
+        second.stop()
+        first.stop()
+        del os.environ[RUNTIME_ENV]
     return figures
 
 
@@ -203,27 +260,53 @@ def run_side(root: Path, calls: int) -> dict[str, float]:
 
 ROWS = (
     ("plain p50: direct / gateway / overhead (ms)", "plain_p50"),
-    ("plain p95: direct / gateway / overhead (ms)", "plain_p95"),
+    ("plain p90: direct / gateway / overhead (ms)", "plain_p90"),
     ("streamed p50: direct / gateway / overhead (ms)", "streamed_p50"),
-    ("streamed p95: direct / gateway / overhead (ms)", "streamed_p95"),
+    ("streamed p90: direct / gateway / overhead (ms)", "streamed_p90"),
+    ("plain p50 through the relay: direct / gateway / overhead (ms)", "relay_plain_p50"),
+    ("plain p90 through the relay: direct / gateway / overhead (ms)", "relay_plain_p90"),
+    ("streamed p50 through the relay: direct / gateway / overhead (ms)", "relay_streamed_p50"),
+    ("streamed p90 through the relay: direct / gateway / overhead (ms)", "relay_streamed_p90"),
 )
 
 
-def table(sides: dict[str, dict[str, float]], calls: int) -> str:
+def median_figures(runs: list[dict[str, float]]) -> dict[str, float]:
+    """Each figure's median over ``runs``; ``<name>_min`` / ``<name>_max`` for the overheads."""
+    figures = {key: statistics.median(run[key] for run in runs) for key in runs[0]}
+    for key in [k for k in runs[0] if k.endswith("_overhead_ms")]:
+        figures[key + "_min"] = min(run[key] for run in runs)
+        figures[key + "_max"] = max(run[key] for run in runs)
+    return figures
+
+
+def table(sides: dict[str, dict[str, float]], calls: int, repeats: int = 1) -> str:
     """The figures of each side as a Markdown table."""
     names = list(sides)
+    runs = f", median of {repeats} runs (range)" if repeats > 1 else ""
     lines = [
-        f"| figure ({calls} calls) | " + " | ".join(names) + " |",
+        f"| figure ({calls} calls{runs}) | " + " | ".join(names) + " |",
         "|---" * (1 + len(names)) + "|",
     ]
     for label, key in ROWS:
-        cells = [
-            f"{s[key + '_direct_ms']:.2f} / {s[key + '_gateway_ms']:.2f} / **{s[key + '_overhead_ms']:.2f}**"
-            for s in sides.values()
-        ]
+        cells = []
+        for s in sides.values():
+            spread = key + "_overhead_ms_min"
+            extra = f" ({s[spread]:.2f}-{s[key + '_overhead_ms_max']:.2f})" if repeats > 1 else ""
+            cells.append(
+                f"{s[key + '_direct_ms']:.2f} / {s[key + '_gateway_ms']:.2f} / "
+                f"**{s[key + '_overhead_ms']:.2f}**{extra}"
+            )
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     lines.append(
         "| gateway start (s) | " + " | ".join(f"{s['start_s']:.1f}" for s in sides.values()) + " |"
+    )
+    lines.append(
+        "| shared gateway: first start / a second process attaching (s) | "
+        + " | ".join(
+            f"{s.get('shared_start_s', math.nan):.2f} / {s.get('shared_attach_s', math.nan):.3f}"
+            for s in sides.values()
+        )
+        + " |"
     )
     lines.append(
         "| gateway RSS after the calls (MiB) | "
@@ -265,6 +348,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--calls", type=int, default=200)
     parser.add_argument("--before", default=None, help="a commit to measure first, e.g. main")
+    parser.add_argument("--repeat", type=int, default=1, help="runs per side, taking turns")
     parser.add_argument("--cold-install", action="store_true")
     parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
     options = parser.parse_args()
@@ -284,14 +368,17 @@ def main() -> None:
             started = time.monotonic()
             install_gateway(Path(cache))
             print(f"env install (cold folder, uv cache warm): {time.monotonic() - started:.1f} s")
-    sides: dict[str, dict[str, float]] = {}
+    runs: dict[str, list[dict[str, float]]] = {}
     with tempfile.TemporaryDirectory() as before_root:
+        roots = {"after (working tree)": REPO}
         if options.before:
-            sides[f"before ({options.before})"] = run_side(
-                checkout(options.before, Path(before_root)), options.calls
-            )
-        sides["after (working tree)"] = run_side(REPO, options.calls)
-    print(table(sides, options.calls))
+            before = checkout(options.before, Path(before_root))
+            roots = {f"before ({options.before})": before, **roots}
+        for _ in range(options.repeat):
+            for name, root in roots.items():
+                runs.setdefault(name, []).append(run_side(root, options.calls))
+    sides = {name: median_figures(found) for name, found in runs.items()}
+    print(table(sides, options.calls, options.repeat))
 
 
 if __name__ == "__main__":

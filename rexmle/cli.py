@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from rexmle import __version__
+from rexmle.cli_help import HelpGroup
 from rexmle.errors import RexmleError
 from rexmle.terminal import console
 
@@ -17,6 +18,7 @@ if TYPE_CHECKING:
     from rexmle.tasks.solutions import SolutionWriteup
 
 app = typer.Typer(
+    cls=HelpGroup,
     help="ReX-MLE: benchmark autonomous ML agents on real medical-imaging challenges.",
     pretty_exceptions_enable=False,
     no_args_is_help=True,
@@ -25,6 +27,11 @@ app = typer.Typer(
 out = console()
 err = console(stderr=True)
 
+TaskArgument = Annotated[str, typer.Argument(help="Task id (rexmle list shows them).")]
+SubmissionArgument = Annotated[
+    Path, typer.Argument(help="Submission folder: submission.csv and the files it names.")
+]
+RunsArgument = Annotated[Path, typer.Argument(help="Runs folder (or a group inside it).")]
 DataDirOption = Annotated[
     Path | None,
     typer.Option("--data-dir", help="Data dir (default: $REXMLE_DATA_DIR or ~/.cache/rexmle)."),
@@ -129,7 +136,7 @@ def list_tasks(data_dir: DataDirOption = None, as_json: JsonFlag = False) -> Non
 
 
 @app.command("info")
-def info(task: str, data_dir: DataDirOption = None, as_json: JsonFlag = False) -> None:
+def info(task: TaskArgument, data_dir: DataDirOption = None, as_json: JsonFlag = False) -> None:
     """Show a task's spec, sources, metrics, leaderboard size and preparation state."""
     from rexmle.sources.published import published_for
     from rexmle.tasks.definitions import ERRATA_DOC
@@ -325,8 +332,8 @@ def download(
 
 @app.command("validate")
 def validate(
-    task: str,
-    submission_dir: Path,
+    task: TaskArgument,
+    submission_dir: SubmissionArgument,
     data_dir: DataDirOption = None,
     workers: WorkersOption = None,
 ) -> None:
@@ -350,8 +357,8 @@ def validate(
 
 @app.command("grade")
 def grade(
-    task: str,
-    submission_dir: Path,
+    task: TaskArgument,
+    submission_dir: SubmissionArgument,
     data_dir: DataDirOption = None,
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the grade report.")] = None,
     cases_out: Annotated[
@@ -426,7 +433,7 @@ def _print_ranking(task: str, metrics: dict[str, float], ranking: dict[str, obje
 
 @app.command("rank")
 def rank(
-    task: str,
+    task: TaskArgument,
     values: Annotated[list[str], typer.Argument(help="key=value for every leaderboard metric.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
@@ -456,7 +463,7 @@ def rank(
 
 @app.command("report")
 def report(
-    runs_dir: Path,
+    runs_dir: RunsArgument,
     html_out: Annotated[
         Path | None,
         typer.Option("--html", help="Write an HTML report (FILE.html) or the run browser (DIR/)."),
@@ -535,7 +542,7 @@ def report(
 
 @app.command("analyze")
 def analyze(
-    runs_dir: Path,
+    runs_dir: RunsArgument,
     data_dir: DataDirOption = None,
     json_out: Annotated[
         Path | None, typer.Option("--json", help="Write every run's analysis as JSON.")

@@ -14,7 +14,9 @@ from rexmle.terminal import console
 out = console()
 err = console(stderr=True)
 
-agents_app = typer.Typer(help="LLM agents: their locked environments and settings.")
+agents_app = typer.Typer(
+    help="Agents: the declared ones, LLM agents' locked environments, the study's prompt texts."
+)
 
 
 def _fail(error: Exception) -> typer.Exit:
@@ -96,9 +98,20 @@ def install(
         bool, typer.Option("--offline", help="No package index: pip's find-links folders only.")
     ] = False,
 ) -> None:
-    """Install an agent's locked environment (idempotent: a stamped install is kept)."""
-    from rexmle.agents.environments import PYPI_INDEX, env_names, install_env, resolve_env
+    """Install an agent's locked environment (idempotent: a stamped install is kept).
+
+    The agents cache ($REXMLE_AGENTS_DIR, else ~/.cache/rexmle-agents) must be where sandboxes
+    can show it: not under /tmp or /var/tmp, the data root or the runs root.
+    """
+    from rexmle.agents.environments import (
+        PYPI_INDEX,
+        check_cache_location,
+        env_names,
+        install_env,
+        resolve_env,
+    )
     from rexmle.agents.registry import all_agents
+    from rexmle.config import resolve_data_dir, resolve_runs_dir
 
     name = agent
     agents = all_agents()
@@ -106,6 +119,7 @@ def install(
         name = agents[name].llm.environment  # type: ignore[union-attr]
     try:
         env = resolve_env(name, variant=variant, source=source)  # type: ignore[arg-type]
+        check_cache_location(env.root.parent, (resolve_data_dir(None), resolve_runs_dir(None)))
         with err.status(f"installing {env.name} ({env.variant}) into {env.root}") as status:
 
             def progress(line: str) -> None:

@@ -21,8 +21,9 @@ install whose stamp carries the same hash is not repeated. Sandboxes mount the f
 
 The agents cache, uv, the interpreter a venv is made from, the install steps and the stamp are
 those of every locked environment (:mod:`rexmle.envs.locked`, shared with the LLM gateway's).
-The cache is never under ``/tmp`` (private inside sandboxes) and never under the
-data root or the runs root (hidden inside sandboxes): :func:`check_cache_location` says so.
+The cache is never under ``/tmp``, ``/var/tmp`` or ``/dev/shm`` (private inside sandboxes) and
+never under the data root or the runs root (hidden inside sandboxes):
+:func:`check_cache_location` says so, at ``rexmle agents install`` already.
 
 Torch variant: ``$REXMLE_TORCH_VARIANT`` (``cpu`` or ``cuda``), else ``cuda`` where an NVIDIA
 device node exists, else ``cpu``. The CPU build of torch is not on PyPI: the installer looks for
@@ -155,20 +156,23 @@ def check_cache_location(cache_dir: Path, hidden: Sequence[Path]) -> None:
     """Refuse an agents cache that a sandbox could not show to the agent.
 
     Raises:
-        SpecError: the cache is under ``/tmp`` or ``/var/tmp`` (each sandbox has its own), or
+        SpecError: the cache is under ``/tmp``, ``/var/tmp`` or ``/dev/shm`` (each sandbox has
+            its own), or
             under one of ``hidden`` (the data root and the runs root are hidden from agents).
     """
     resolved = cache_dir.resolve()
     for private, why in (
         (Path("/tmp"), "every sandbox has its own /tmp"),
         (Path("/var/tmp"), "every sandbox has its own /var/tmp"),
+        (Path("/dev/shm"), "every sandbox has its own /dev/shm"),
         *((Path(h), "the sandbox hides that folder from agents") for h in hidden),
     ):
         root = private.resolve()
         if resolved == root or root in resolved.parents:
             msg = (
                 f"the agents cache {cache_dir} is under {private}: {why}. Set REXMLE_AGENTS_DIR "
-                "to a folder outside /tmp, the data root and the runs root, and install again"
+                "to a folder outside /tmp, /var/tmp, /dev/shm, the data root and the runs root, "
+                "and install again"
             )
             raise SpecError(msg)
 

@@ -155,8 +155,12 @@ def prepare_launch(
     gpu_names: list[str],
     cuda_visible_devices: str | None,
     env: AgentEnv | None = None,
+    extra: dict[str, object] | None = None,
 ) -> LlmLaunch:
     """Write the adapter config into ``workspace`` and return the launch of ``spec``.
+
+    ``extra``: further config entries of the run (workspace-relative paths only: the study's
+    texts, the score.py usage, the solution write-up; see :mod:`rexmle.runner.run_texts`).
 
     Raises:
         SpecError: not an llm agent, or its environment is not installed (the message gives the
@@ -183,6 +187,7 @@ def prepare_launch(
         cuda_visible_devices=cuda_visible_devices,
         cpus=len(os.sched_getaffinity(0)),
     )
+    config.update(extra or {})
     path = workspace / CONFIG_PATH
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")

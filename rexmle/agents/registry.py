@@ -10,6 +10,8 @@ A declaration says how to start an agent, never how to grade it::
     network: false            # network inside the sandbox
     memory_limit_mb: null     # RLIMIT_AS of the agent process, none when null
     llm_gateway: false        # true: the agent calls LLMs through the gateway
+    dir: null                 # the agent's own code (relative: to this file), read-only at
+                              # $AGENT_DIR in the sandbox (rexmle.runner.agent_code)
 
 ``{python}`` in a command stands for the harness's own interpreter. A ``command`` agent has no
 command of its own: it takes the shell command given with ``--agent-cmd``.
@@ -31,7 +33,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from rexmle.declarations import parse_declaration
+from rexmle.declarations import describe_errors, parse_declaration
 from rexmle.errors import SpecError
 from rexmle.names import NAME_PATTERN
 
@@ -131,6 +133,13 @@ class AgentSpec(BaseModel):
     """Adapter, environment and settings of an ``llm`` agent (only there)."""
     llm_gateway: bool = False
     """The agent calls LLMs: its runs get the gateway (``REXMLE_LLM_BASE_URL``, ...)."""
+    dir: str | None = None
+    """The folder of the agent's own code (``--agent-dir``): every run sees a read-only snapshot
+    of it at ``$AGENT_DIR`` (:mod:`rexmle.runner.agent_code`); a relative path in a declaration
+    file is relative to that file's folder."""
+    dir_sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
+    """The content hash of ``dir`` the runs were planned with (set by the harness; a declaration
+    may pin it, and a folder with another content is then refused)."""
 
     @model_validator(mode="after")
     def _command_when_needed(self) -> AgentSpec:
@@ -142,6 +151,15 @@ class AgentSpec(BaseModel):
             raise ValueError(msg)
         if self.kind not in ("command", "llm") and not self.command:
             msg = f"agent {self.id!r} of kind {self.kind!r} needs a 'command'"
+            raise ValueError(msg)
+        if self.dir is not None and self.kind == "llm":
+            msg = (
+                f"agent {self.id!r} of kind llm takes no 'dir' (--agent-dir): its code is its "
+                "locked environment; --agent-dir is for command agents"
+            )
+            raise ValueError(msg)
+        if self.dir_sha256 is not None and self.dir is None:
+            msg = f"agent {self.id!r}: 'dir_sha256' pins the content of 'dir', which is not given"
             raise ValueError(msg)
         return self
 
@@ -175,8 +193,12 @@ class AgentSpec(BaseModel):
         step_timeout_s: float | None = None,
         selection: SelectionPolicy | None = None,
         scenario: RdAgentScenario | None = None,
+        code_dir: str | Path | None = None,
     ) -> AgentSpec:
         """A copy with the given fields replaced (CLI options win over the declaration).
+
+        ``code_dir`` (``--agent-dir``) becomes the absolute ``dir`` (relative: to the current
+        folder), its content hash unset until the runs are planned.
 
         A shell ``command`` given without ``name`` names the agent ``<id>-<8 hex of the command>``,
         so two different commands never share a run folder. A ``model`` (llm agents: every role
@@ -184,7 +206,7 @@ class AgentSpec(BaseModel):
 
         Raises:
             SpecError: ``model``, ``steps``, ``step_timeout_s``, ``selection`` or ``scenario``
-                given for a non-llm agent.
+                given for a non-llm agent, or the result is not a valid declaration.
         """
         update: dict[str, object] = {}
         llm_update: dict[str, object] = {}
@@ -227,7 +249,14 @@ class AgentSpec(BaseModel):
             update["memory_limit_mb"] = memory_limit_mb
         if env is not None:
             update["env"] = [*self.env, *(e for e in env if e not in self.env)]
-        return AgentSpec.model_validate({**self.model_dump(), **update})
+        if code_dir is not None:
+            update["dir"] = str(Path(code_dir).expanduser().absolute())
+            update["dir_sha256"] = None
+        try:
+            return AgentSpec.model_validate({**self.model_dump(), **update})
+        except ValidationError as err:
+            msg = "; ".join(describe_errors(err.errors(), AgentSpec, {}))
+            raise SpecError(msg) from err
 
 
 def _load(text: str, where: str) -> AgentSpec:
@@ -276,6 +305,10 @@ def load_agent(name_or_path: str) -> AgentSpec:
             raise SpecError(msg) from err
     path = Path(name_or_path)
     if path.suffix in (".yaml", ".yml") and path.is_file():
-        return _load(path.read_text(encoding="utf-8"), str(path))
+        spec = _load(path.read_text(encoding="utf-8"), str(path))
+        if spec.dir is not None:  # relative to the declaration's folder
+            folder = (path.parent / Path(spec.dir).expanduser()).absolute()
+            return spec.model_copy(update={"dir": str(folder)})
+        return spec
     msg = f"unknown agent {name_or_path!r}; built-in agents: {', '.join(agents)} (or a YAML path)"
     raise SpecError(msg)

@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from types import TracebackType
+from typing import Protocol
 
 import yaml
 
@@ -64,6 +65,8 @@ from rexmle.processes import stop_process_group
 WATCH_INTERVAL_S = 0.25
 STARTUP_TIMEOUT_S = 180.0
 STOP_GRACE_S = 10.0
+READY_POLL_S = 0.05
+"""Seconds between health checks while the proxy starts."""
 DRAIN_POLL_S = 0.05
 STALE_MARGIN_S = 30.0
 """Beyond the upstream timeout: how long a run's end waits for its calls in flight."""
@@ -150,6 +153,31 @@ def _reap_group(pgid: int, timeout_s: float = 5.0) -> None:
         time.sleep(0.05)
 
 
+class Watched(Protocol):
+    """What a run watches to learn that the gateway exited (a ``Popen`` or the shared
+    gateway's keeper, :mod:`rexmle.llm.node_gateway`).
+    """
+
+    @property
+    def returncode(self) -> int | None:
+        """The exit code once :meth:`poll` saw the exit."""
+        ...
+
+    def poll(self) -> int | None:
+        """None while the gateway serves, else its exit code."""
+        ...
+
+
+PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: SIGKILL when the parent exits (the shared gateway's proxy)."""
+    import ctypes
+
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+
+
 @dataclass
 class RunLink:
     """One run's connection to the gateway (see the module docstring)."""
@@ -170,7 +198,7 @@ class RunLink:
     sandbox's cancel event."""
     gateway_failure: str | None = None
     """Set when the proxy exited during the run (the run is then a harness failure)."""
-    process: subprocess.Popen[bytes] | None = None
+    process: Watched | None = None
     """The proxy process (checked by :meth:`check_gateway`)."""
 
     @property
@@ -268,6 +296,8 @@ class Gateway:
         self.skipped: list[str] = []
         """Aliases left out because their provider's key variable is not set."""
         self.startup_s = 0.0
+        self.die_with_parent = False
+        """The proxy is killed when the process that started it exits."""
 
     @property
     def base_url(self) -> str:
@@ -340,6 +370,7 @@ class Gateway:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
+                preexec_fn=_die_with_parent if self.die_with_parent else None,
             )
         self._wait_ready(log_path)
         self.startup_s = time.monotonic() - started
@@ -363,7 +394,7 @@ class Gateway:
                 break
             if self._healthy():
                 return
-            time.sleep(0.2)
+            time.sleep(READY_POLL_S)
         code = self.process.poll()
         tail = log_path.read_text(encoding="utf-8", errors="replace")[-3000:]
         self.stop()
@@ -430,8 +461,12 @@ class Gateway:
             registration_path=registration,
             limits=limits,
             drain_timeout_s=self.config.request_timeout_s + STALE_MARGIN_S,
-            process=self.process,
+            process=self.watched(),
         )
+
+    def watched(self) -> Watched | None:
+        """What the runs watch to learn that the gateway exited."""
+        return self.process
 
     def unregister(self, link: RunLink) -> None:
         """Forget the run's token: later calls with it are refused."""

@@ -16,6 +16,7 @@ uvicorn asks for it, so that the harness can import this module without LiteLLM)
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 from collections.abc import Awaitable, Callable
@@ -126,7 +127,10 @@ def guarded(inner: App, max_request_bytes: int) -> App:
 
 
 def __getattr__(name: str) -> Any:
-    """``app``: LiteLLM's proxy app, guarded with the state folder's limit."""
+    """``app``: LiteLLM's proxy app, guarded with the state folder's limit; the garbage
+    collector, off while LiteLLM was imported (:mod:`rexmle.llm.proxy_launch`), is on again
+    from here, the objects made so far frozen (never scanned again).
+    """
     if name != "app":
         raise AttributeError(name)
     from litellm.proxy.proxy_server import app as litellm_app
@@ -135,4 +139,6 @@ def __getattr__(name: str) -> Any:
     settings = json.loads((state / "gateway.json").read_text(encoding="utf-8"))
     guarded_app = guarded(litellm_app, int(settings["max_request_bytes"]))
     globals()["app"] = guarded_app
+    gc.freeze()
+    gc.enable()
     return guarded_app

@@ -44,6 +44,9 @@ class RunResult:
     path: Path
     condition: str = ""
     """The run's experimental condition (run.json ``condition``), empty when none."""
+    selection: str = ""
+    """Which of the agent's submissions was graded (run.json ``selection``, else the agent's
+    declared policy): ``study`` or ``best-valid``; empty for agents without one."""
     experiment: str = ""
     data: str = "unknown"
     """``mini``, ``full`` or ``unknown``: the data the run was graded on, as its grade.json says

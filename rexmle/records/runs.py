@@ -63,7 +63,15 @@ VERSIONED_PACKAGES = (
 )
 
 
-OPTIONAL_CONFIG_FIELDS = ("llm_budget_usd", "condition")
+OPTIONAL_CONFIG_FIELDS = (
+    "llm_budget_usd",
+    "condition",
+    "llm_uncapped",
+    "prompts",
+    "solution_informed",
+)
+OPTIONAL_AGENT_FIELDS = ("dir", "dir_sha256")
+"""Agent fields left out of the hashed config when unset (as ``OPTIONAL_CONFIG_FIELDS``)."""
 
 
 class RunConflict(RexmleError):
@@ -83,6 +91,13 @@ class RunConfig(BaseModel):
     """The run's LLM spending cap in US dollars, when one is set."""
     condition: str | None = None
     """The experiment condition (a named set of overrides) the run belongs to."""
+    llm_uncapped: bool | None = None
+    """True: the run has no USD cap (as the published study), metered all the same; None: the
+    run's or the batch's cap holds."""
+    prompts: Literal["study"] | None = None
+    """``study``: the agents read the published study's texts; None: ReX-MLE's own."""
+    solution_informed: bool | None = None
+    """True: the instructions carry the task's winning-solution write-up; None: they do not."""
 
     def run_id(self) -> str:
         """16 hex digits of the SHA-256 of the config as canonical JSON.
@@ -94,6 +109,9 @@ class RunConfig(BaseModel):
         for name in OPTIONAL_CONFIG_FIELDS:
             if fields.get(name) is None:
                 fields.pop(name, None)
+        for name in OPTIONAL_AGENT_FIELDS:
+            if fields["agent"].get(name) is None:
+                fields["agent"].pop(name, None)
         text = json.dumps(fields, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
@@ -163,7 +181,21 @@ class SettingsRecord(BaseModel):
     llm_budget_usd: float | None
     """The per-run LLM budget given for the whole batch (a run's own is ``config``'s)."""
     llm_max_calls_per_minute: int | None
+    llm_gateway_shared: bool = False
+    """The runs shared the node's gateway with other rexmle processes (own token and limits)."""
     keep_data: bool
+
+
+class DeviationRecord(BaseModel):
+    """One way a run differs from the published study: id, what the study did, what this run
+    does, and why.
+    """
+
+    id: str
+    item: str
+    study: str
+    ours: str
+    why: str
 
 
 class RunRecord(BaseModel):
@@ -203,6 +235,11 @@ class RunRecord(BaseModel):
     """The name of the experiment file the run came from."""
     settings: SettingsRecord | None = None
     """The run settings that can change a result (absent in records written before them)."""
+    selection: str | None = None
+    """Which of the agent's submissions was graded (``study`` or ``best-valid``; None for
+    agents without a selection policy)."""
+    deviations: list[DeviationRecord] = []
+    """How this run differs from the published study's (see :mod:`rexmle.runner.deviations`)."""
 
 
 def run_dir(runs_dir: Path, group: str, task: str, agent: str, seed: int) -> Path:
@@ -234,8 +271,11 @@ def write_record(folder: Path, record: RunRecord) -> None:
     os.replace(tmp, folder / RUN_JSON)
 
 
-def needs_run(folder: Path, config: RunConfig, *, retry_failed: bool) -> bool:
-    """Whether the run in ``folder`` must (re)run: no final record, or failed with retry asked.
+def needs_run(
+    folder: Path, config: RunConfig, *, retry_failed: bool, replace_other_config: bool = False
+) -> bool:
+    """Whether the run in ``folder`` must (re)run: no final record, or failed with retry asked,
+    or (``replace_other_config``, ``--force-config``) a run of another config to replace.
 
     Raises:
         RunConflict: the folder holds a run with another config (another run id).
@@ -243,10 +283,13 @@ def needs_run(folder: Path, config: RunConfig, *, retry_failed: bool) -> bool:
     record = read_record(folder)
     if record is None:
         return True
+    if record.run_id != config.run_id() and replace_other_config:
+        return True
     if record.run_id != config.run_id():
         msg = (
             f"{folder} holds run {record.run_id} with another config than this one "
-            f"({config.run_id()}): use another --group or --runs-dir, or delete that folder"
+            f"({config.run_id()}): --force-config replaces it, or keep both with another "
+            "--agent-name, --group or --runs-dir"
         )
         raise RunConflict(msg)
     if record.status not in FINAL_STATUSES:

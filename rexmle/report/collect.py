@@ -44,6 +44,14 @@ def read_run_record(folder: Path) -> RunRecord:
         raise RexmleError(msg) from err
 
 
+def _selection(record: RunRecord) -> str:
+    """run.json ``selection``, else the policy of the agent declaration in its config."""
+    if record.selection is not None:
+        return record.selection
+    llm = record.config.agent.llm
+    return "" if llm is None else llm.selection
+
+
 def result_from_folder(folder: Path, *, group: str, task: str, agent: str, seed: int) -> RunResult:
     """The :class:`RunResult` of one run folder (run.json required, grade.json optional).
 
@@ -79,6 +87,7 @@ def result_from_folder(folder: Path, *, group: str, task: str, agent: str, seed:
         reasons=[] if grade is None else list(grade.reasons),
         path=folder,
         condition=record.condition or "",
+        selection=_selection(record),
         experiment=record.experiment or "",
         data=data,
         isolated=None if sandbox is None else sandbox.isolated,

@@ -95,10 +95,10 @@ def _published(cell: PublishedCell | None) -> tuple[str, str]:
 def comparison_table(official: pd.DataFrame, study: pd.DataFrame | None) -> pd.DataFrame:
     """The comparison of ONE (group, condition, data) part (run-tables of the paper's agents).
 
-    Columns: task, agent, metric, ``official``, ``official rank``, ``study``, ``study rank``,
-    ``published``, ``published rank``; one row per task and agent run, in the published task
-    order, then one ``Overall mean percentile`` row per agent (over the tasks it ran; the
-    published overall is over all 20 tasks).
+    Columns: task, agent, selection (which submission was graded), metric, ``official``,
+    ``official rank``, ``study``, ``study rank``, ``published``, ``published rank``; one row per
+    task and agent run, in the published task order, then one ``Overall mean percentile`` row
+    per agent (over the tasks it ran; the published overall is over all 20 tasks).
     """
     published = published_results()
     scored = official[official["scored"]]
@@ -115,6 +115,7 @@ def comparison_table(official: pd.DataFrame, study: pd.DataFrame | None) -> pd.D
             row: dict[str, object] = {
                 "task": task_id,
                 "agent": PAPER_AGENTS[agent],
+                "selection": ",".join(sorted(set(mine["selection"].dropna()))),
                 "metric": str(mine["headline_key"].iloc[0]),
                 "official": value,
                 "official rank": rank,
@@ -132,7 +133,12 @@ def comparison_table(official: pd.DataFrame, study: pd.DataFrame | None) -> pd.D
             rows.append(row)
     for agent in agents:
         total = published.get((OVERALL, agent))
-        row = {"task": "Overall mean percentile", "agent": PAPER_AGENTS[agent], "metric": ""}
+        row = {
+            "task": "Overall mean percentile",
+            "agent": PAPER_AGENTS[agent],
+            "selection": "",
+            "metric": "",
+        }
         for name in ("official", "study"):
             found = overall[agent][name]
             row[name] = ""

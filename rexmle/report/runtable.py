@@ -1,7 +1,7 @@
 """The run-table: one typed row per run, the single source of every report table and plot.
 
 Columns (``RUN_TABLE_COLUMNS``, dtypes fixed so pandas users get the same frame every time):
-group, condition, experiment, data (mini / full / unknown), task, category, agent, seed,
+group, condition, selection, experiment, data (mini / full / unknown), task, category, agent, seed,
 status, finished, scored, failed, valid, headline_key, headline_value (NaN when not valid),
 percentile (0 for FAIL), medal, above_median, isolated, sandbox, network, reason,
 time_limit_s, agent_seconds, validation_requests, llm_total_tokens, llm_cost_usd, path.
@@ -35,6 +35,7 @@ TABLE_KEY = ("group", "condition", "data")
 RUN_TABLE_COLUMNS: dict[str, str] = {
     "group": "string",
     "condition": "string",
+    "selection": "string",
     "experiment": "string",
     "data": "string",
     "task": "string",
@@ -102,6 +103,7 @@ def run_table(results: Sequence[RunResult]) -> pd.DataFrame:
         {
             "group": r.group,
             "condition": r.condition,
+            "selection": r.selection,
             "experiment": r.experiment,
             "data": r.data,
             "task": r.task,

@@ -146,8 +146,23 @@ def make_job(
     llm_budget_usd: float | None = None,
     condition: str | None = None,
     experiment: str | None = None,
+    llm_uncapped: bool = False,
+    prompts: str = "rexmle",
+    solution_informed: bool = False,
 ) -> RunJob:
-    """The job of one run: its config (whose hash is the run id), group and folder."""
+    """The job of one run: its config (whose hash is the run id), group and folder.
+
+    An agent with its own code (``dir``) gets the code's content hash into the config.
+    ``llm_uncapped``, ``prompts`` and ``solution_informed`` enter the config only when they
+    differ from ReX-MLE's defaults (no cap given, its own texts, no write-up), so runs made
+    before they existed keep their ids.
+
+    Raises:
+        AgentDirError: the agent's folder cannot be shipped (:mod:`rexmle.runner.agent_code`).
+    """
+    from rexmle.runner.agent_code import pin_agent_code
+
+    agent = pin_agent_code(agent)
     config = RunConfig(
         task=task_id,
         task_spec_version=get_task(task_id).spec_version,
@@ -157,20 +172,31 @@ def make_job(
         mini=mini,
         llm_budget_usd=llm_budget_usd,
         condition=condition,
+        llm_uncapped=True if llm_uncapped else None,
+        prompts="study" if prompts == "study" else None,
+        solution_informed=True if solution_informed else None,
     )
     folder = run_dir(runs_dir, group, task_id, agent.id, seed)
     return RunJob(config=config, group=group, folder=folder, experiment=experiment)
 
 
-def split_done(jobs: Sequence[RunJob], *, retry_failed: bool) -> Plan:
-    """Split ``jobs`` into runs to do and runs already done (by their records).
+def split_done(
+    jobs: Sequence[RunJob], *, retry_failed: bool, replace_other_config: bool = False
+) -> Plan:
+    """Split ``jobs`` into runs to do and runs already done (by their records); a run of
+    another config is one to do with ``replace_other_config`` (``--force-config``).
 
     Raises:
         RunConflict: a run folder holds a run with another config.
     """
     plan = Plan()
     for job in jobs:
-        if needs_run(job.folder, job.config, retry_failed=retry_failed):
+        if needs_run(
+            job.folder,
+            job.config,
+            retry_failed=retry_failed,
+            replace_other_config=replace_other_config,
+        ):
             plan.jobs.append(job)
         else:
             plan.done.append(job)

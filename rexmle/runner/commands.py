@@ -49,6 +49,7 @@ RUN_OPTION_ROLES: dict[str, OptionRole] = {
     "agent_cmd": "study",
     "agent_name": "study",
     "agent_env": "study",
+    "agent_dir": "study",
     "network": "study",
     "memory_limit_mb": "study",
     "model": "study",
@@ -66,6 +67,7 @@ RUN_OPTION_ROLES: dict[str, OptionRole] = {
     "llm": "settings",
     "llm_budget_usd": "settings",
     "llm_max_calls_per_minute": "settings",
+    "llm_shared_gateway": "settings",
     "experiment": "invocation",
     "condition": "invocation",
     "retry_failed": "invocation",
@@ -73,6 +75,7 @@ RUN_OPTION_ROLES: dict[str, OptionRole] = {
     "no_wait": "invocation",
     "poll": "invocation",
     "dry_run": "invocation",
+    "force_config": "invocation",
 }
 """The role of every ``rexmle run`` option (see the module docstring)."""
 
@@ -134,6 +137,7 @@ def experiment_from_flags(study: dict[str, object]) -> Experiment:
         env=list(study["agent_env"] or []),  # type: ignore[call-overload]
         steps=study["steps"],  # type: ignore[arg-type]
         step_timeout_s=study["step_timeout"],  # type: ignore[arg-type]
+        dir=None if study["agent_dir"] is None else str(study["agent_dir"]),
     )
     group = str(study["group"] or "default")
     return Experiment(
@@ -180,6 +184,7 @@ def settings_from_flags(given: dict[str, object], experiment: Experiment) -> Run
         llm_for_every_run=bool(given["llm"]) or llm_config is not None,
         llm_budget_usd=given["llm_budget_usd"],  # type: ignore[arg-type]
         llm_max_calls_per_minute=given["llm_max_calls_per_minute"],  # type: ignore[arg-type]
+        llm_gateway_shared=bool(given["llm_shared_gateway"]),
     )
 
 
@@ -189,25 +194,38 @@ def _given_study_flags(study: dict[str, object]) -> list[str]:
 
 def run(
     agent: Annotated[
-        str | None, typer.Option("--agent", help="Agent id (dummy, baseline, command) or YAML.")
+        str | None,
+        typer.Option(
+            "--agent",
+            help="Agent: dummy, baseline, command (with --agent-cmd), the LLM agents aide, "
+            "ml-master, rdagent (aide/MODEL: with that model), or a declaration's YAML path.",
+        ),
     ] = None,
     task: Annotated[list[str] | None, typer.Option("--task", help="Task id (repeatable).")] = None,
     suite: Annotated[
-        str | None, typer.Option("--suite", help="mini (20 mini tasks) or all.")
+        str | None,
+        typer.Option("--suite", help="mini (every task, mini data) or all (every task)."),
     ] = None,
     seeds: Annotated[
         int | None, typer.Option("--seeds", min=1, help="Seeds 0..N-1 per task (default 1).")
     ] = None,
     time_limit: Annotated[
-        float | None, typer.Option("--time-limit", min=1, help="Seconds per run (agent default).")
+        float | None,
+        typer.Option("--time-limit", min=1, help="Seconds per run (default: the agent's own)."),
     ] = None,
     executor: Annotated[
         str | None, typer.Option("--executor", help="local (default) or slurm.")
     ] = None,
-    runs_dir: Annotated[Path | None, typer.Option("--runs-dir", help="Default ./runs.")] = None,
-    data_dir: Annotated[Path | None, typer.Option("--data-dir", help="Data dir.")] = None,
+    runs_dir: Annotated[
+        Path | None,
+        typer.Option("--runs-dir", help="Runs dir (default: $REXMLE_RUNS_DIR or ./runs)."),
+    ] = None,
+    data_dir: Annotated[
+        Path | None,
+        typer.Option("--data-dir", help="Data dir (default: $REXMLE_DATA_DIR or ~/.cache/rexmle)."),
+    ] = None,
     mini: Annotated[
-        bool, typer.Option("--mini", help="Run on the mini data (prepared here).")
+        bool, typer.Option("--mini", help="Run on the mini data (prepared here when missing).")
     ] = False,
     concurrency: Annotated[
         int | None,
@@ -229,13 +247,34 @@ def run(
         str | None, typer.Option("--agent-name", help="Folder name of the agent's runs.")
     ] = None,
     agent_env: Annotated[
-        list[str] | None, typer.Option("--agent-env", help="Host variable to pass (repeatable).")
+        list[str] | None,
+        typer.Option(
+            "--agent-env",
+            help="Host variable passed into the sandbox (repeatable; provider keys refused).",
+        ),
+    ] = None,
+    agent_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--agent-dir",
+            help="Folder of the agent's own code: a read-only copy at $AGENT_DIR in the sandbox "
+            "(/agent; local sandbox: the copy's path), its content hash in the run config.",
+        ),
     ] = None,
     network: Annotated[
-        bool | None, typer.Option("--network/--no-network", help="Override the agent's network.")
+        bool | None,
+        typer.Option(
+            "--network/--no-network",
+            help="Network for the agent, outbound only (default: as its declaration says).",
+        ),
     ] = None,
     memory_limit_mb: Annotated[
-        int | None, typer.Option("--memory-limit-mb", min=1, help="RLIMIT_AS of the agent.")
+        int | None,
+        typer.Option(
+            "--memory-limit-mb",
+            min=1,
+            help="Memory of the agent's run in MiB (its cgroup; RLIMIT_AS where none can be made).",
+        ),
     ] = None,
     model: Annotated[
         str | None, typer.Option("--model", help="LLM agents: the model of every role.")
@@ -244,7 +283,8 @@ def run(
         int | None, typer.Option("--steps", min=1, help="LLM agents: search steps or loops.")
     ] = None,
     step_timeout: Annotated[
-        float | None, typer.Option("--step-timeout", min=1, help="LLM agents: s per script.")
+        float | None,
+        typer.Option("--step-timeout", min=1, help="LLM agents: seconds per executed script."),
     ] = None,
     grade_memory_mb: Annotated[
         int,
@@ -273,17 +313,41 @@ def run(
     ] = False,
     llm_config: Annotated[
         Path | None,
-        typer.Option("--llm-config", help="LLM gateway config (YAML); every run gets the gateway."),
+        typer.Option(
+            "--llm-config",
+            help="LLM gateway config (YAML: providers, models, prices, limits); every run gets "
+            "the gateway.",
+        ),
     ] = None,
     llm: Annotated[
         bool, typer.Option("--llm", help="Every run gets the gateway, built-in LLM config.")
     ] = False,
     llm_budget_usd: Annotated[
-        float | None, typer.Option("--llm-budget-usd", min=0.0, help="USD per run (LLM calls).")
+        float | None,
+        typer.Option(
+            "--llm-budget-usd",
+            min=0.0,
+            help="LLM spending cap of each run in USD (default: the LLM config's); once spent, "
+            "the run stops (budget_exceeded).",
+        ),
     ] = None,
     llm_max_calls_per_minute: Annotated[
-        int | None, typer.Option("--llm-max-calls-per-minute", min=1, help="LLM calls per run.")
+        int | None,
+        typer.Option(
+            "--llm-max-calls-per-minute",
+            min=1,
+            help="LLM calls one run may make in any 60 s (default: the LLM config's); one more "
+            "stops the run (budget_exceeded).",
+        ),
     ] = None,
+    llm_shared_gateway: Annotated[
+        bool,
+        typer.Option(
+            "--llm-shared-gateway",
+            help="Share one LLM gateway with this user's other rexmle processes on the node "
+            "(same config and keys); each run keeps its own token, budget and usage log.",
+        ),
+    ] = False,
     experiment: Annotated[
         str | None,
         typer.Option("--experiment", help="Experiment file (YAML) or preset (paper-grid)."),
@@ -308,6 +372,14 @@ def run(
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Print the runs, GPU-hours and cost; run nothing.")
     ] = False,
+    force_config: Annotated[
+        bool,
+        typer.Option(
+            "--force-config",
+            help="Replace runs whose folder holds another config (e.g. the agent's code "
+            "changed): they run again and their results are overwritten.",
+        ),
+    ] = False,
 ) -> None:
     """Run an agent on tasks (resumable): workspaces, sandbox, validation server, grading.
 
@@ -318,8 +390,10 @@ def run(
     given = dict(locals())
     study = {name: given[name] for name, role in RUN_OPTION_ROLES.items() if role == "study"}
     settings_flags = {n: given[n] for n, role in RUN_OPTION_ROLES.items() if role == "settings"}
+    from rexmle.runner.dry_run import print_study_sections_of
     from rexmle.runner.executors import EXECUTORS, Invocation, plan
-    from rexmle.runner.experiment import load_experiment, preset_condition
+    from rexmle.runner.experiment import load_experiment, preset_condition, with_condition
+    from rexmle.runner.preflight import preflight
     from rexmle.runner.run_tables import print_dry_run, print_unresolved_dry_run
 
     try:
@@ -341,7 +415,7 @@ def run(
                 raise ValueError(msg)
             chosen = experiment_from_flags(study)
             if condition is not None:
-                chosen = chosen.model_copy(update={"conditions": [preset_condition(condition)]})
+                chosen = with_condition(chosen, preset_condition(condition))
         kind = chosen.executor.kind
         if kind != "slurm" and (no_wait or poll is not None):
             wrong = [f for f, v in (("--no-wait", no_wait), ("--poll", poll)) if v]
@@ -349,6 +423,13 @@ def run(
             raise ValueError(msg)
         settings = settings_from_flags(settings_flags, chosen)
         recorded_name = chosen.name if experiment is not None else None
+        preflight(
+            chosen,
+            settings,
+            experiment=experiment,
+            recorded_name=recorded_name,
+            force_config=force_config,
+        )
         if dry_run:
             try:
                 batch = plan(
@@ -357,6 +438,7 @@ def run(
                     retry_failed=retry_failed,
                     recorded_name=recorded_name,
                     prepare=False,
+                    force_config=force_config,
                 )
             except RexmleError as error:
                 if experiment is None:
@@ -364,11 +446,21 @@ def run(
                 from rexmle.runner.experiment import expand
 
                 print_unresolved_dry_run(chosen, expand(chosen), str(error))
+                print_study_sections_of(chosen, settings, recorded_name)
                 return
-            print_dry_run(batch.all_jobs, batch.jobs, gpus_per_run=chosen.gpus_per_run)
+            print_dry_run(
+                batch.all_jobs, batch.jobs, gpus_per_run=chosen.gpus_per_run, settings=settings
+            )
+            print_study_sections_of(chosen, settings, recorded_name)
             return
         with err.status("checking prepared data…"):
-            batch = plan(chosen, settings, retry_failed=retry_failed, recorded_name=recorded_name)
+            batch = plan(
+                chosen,
+                settings,
+                retry_failed=retry_failed,
+                recorded_name=recorded_name,
+                force_config=force_config,
+            )
     except (RexmleError, ValueError, RuntimeError) as error:
         raise _fail(error) from error
     for what, why in batch.not_implemented.items():

@@ -57,6 +57,7 @@ from rexmle.grading.report import GradeReport, read_grade_report
 from rexmle.llm.gateway import Gateway, RunLink, strip_provider_keys
 from rexmle.processes import stop_process_group
 from rexmle.records.runs import (
+    DeviationRecord,
     GradeSummary,
     RunConfig,
     RunRecord,
@@ -68,9 +69,19 @@ from rexmle.records.runs import (
     read_record,
     write_record,
 )
+from rexmle.runner.agent_code import (
+    AGENT_DIR_VARIABLE,
+    SNAPSHOT_DIR,
+    AgentDirError,
+    snapshot_note,
+    take_snapshot,
+)
+from rexmle.runner.deviations import deviations_of
 from rexmle.runner.leftovers import SocketDir, remove_stale_socket_dirs
 from rexmle.runner.limits import limited_argv, module_argv
+from rexmle.runner.llm_cost import enforced_limits
 from rexmle.runner.run_lock import RunLocked, run_folder_lock
+from rexmle.runner.run_texts import prepare_run_texts
 from rexmle.runner.sandbox import (
     Relay,
     Sandbox,
@@ -89,8 +100,10 @@ from rexmle.runner.workspace import agent_env, build_workspace, collect_submissi
 EXIT_NOT_IMPLEMENTED = 3
 """Exit code of ``python -m rexmle.agents.baseline`` for a task without a baseline solver."""
 GRADE_INVALID = 1
-HARNESS_PACKAGE_KINDS = frozenset({"baseline", "dummy", "llm"})
-"""Agent kinds whose programs import ``rexmle`` (the sandbox mounts it only for them)."""
+HARNESS_PACKAGE_KINDS = frozenset({"baseline", "dummy", "llm", "command"})
+"""Agent kinds the sandbox shows the harness package to, read-only: those whose programs import
+``rexmle``, and command agents, whose ``data/score.py`` runs the grader's metric code from it.
+The package holds code and public leaderboards only; the data and runs roots stay hidden."""
 GRADE_HARNESS_ERROR = 2
 GRADER_POLL_S = 0.2
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGKILL, signal.SIGHUP)
@@ -272,16 +285,21 @@ def _write_overlays(job: RunJob, options: RunOptions, submission: Path) -> None:
 def _clean(folder: Path) -> None:
     for name in ("agent.stdout.log", "agent.stderr.log", "grade.json", GRADE_PARTIAL, "grade.log"):
         (folder / name).unlink(missing_ok=True)
-    for name in ("submission", "workspace", LLM_OUTPUT_DIR, "overlays"):
+    for name in ("submission", "workspace", LLM_OUTPUT_DIR, "overlays", SNAPSHOT_DIR):
         remove_tree(folder / name)
 
 
 def _agent_command(
-    job: RunJob, workspace: Path, validation_url: str, env: dict[str, str]
+    job: RunJob,
+    workspace: Path,
+    validation_url: str,
+    env: dict[str, str],
+    texts: dict[str, object] | None = None,
 ) -> tuple[list[str], tuple[Path, ...], dict[str, str | None] | None]:
     """The agent's argv, extra read-only folders and ``agent_env`` record (llm agents).
 
-    For an llm agent the adapter config is written into the workspace first.
+    For an llm agent the adapter config is written into the workspace first (``texts``: the
+    entries of :meth:`~rexmle.runner.run_texts.RunTexts.adapter_config`).
     """
     spec = job.config.agent
     if spec.kind != "llm":
@@ -295,6 +313,7 @@ def _agent_command(
         validation_url=validation_url,
         gpu_names=[str(g) for g in hardware().get("gpus", [])],  # type: ignore[attr-defined]
         cuda_visible_devices=env.get("CUDA_VISIBLE_DEVICES"),
+        extra=texts,
     )
     return launch.argv, launch.readonly, launch.record.model_dump()
 
@@ -339,15 +358,47 @@ def _llm_link(
     if options.gateway is None or not _needs_gateway(job, options):
         yield None, None
         return
-    limits = options.gateway.config.limits
-    if job.config.llm_budget_usd is not None:
-        limits = limits.model_copy(update={"budget_usd": job.config.llm_budget_usd})
+    limits = enforced_limits(job.config, options.gateway.config.limits)
     with options.gateway.open_run(
         job.config.run_id(), job.folder, cancel=options.cancel, limits=limits
     ) as link:
         relay = Relay(link.port, socket_dir / GATEWAY_SOCKET)
         with unix_bridge(relay.socket, relay.port):
             yield link, relay
+
+
+def _agent_code(job: RunJob, options: RunOptions, env: dict[str, str]) -> Path | None:
+    """The read-only snapshot of the agent's own code, with ``$AGENT_DIR`` set in ``env``
+    (None, and no ``$AGENT_DIR``, for an agent without one).
+
+    Raises:
+        AgentCodeChanged: the folder's content is not the planned one.
+        AgentDirError: the folder cannot be shipped any more.
+    """
+    env.pop(AGENT_DIR_VARIABLE, None)
+    spec = job.config.agent
+    if spec.dir is None:
+        return None
+    if spec.dir_sha256 is None:
+        msg = f"agent {spec.id!r} has a code folder but no content hash (plan it with make_job)"
+        raise AgentDirError(msg)
+    snapshot = take_snapshot(
+        Path(spec.dir), job.folder / SNAPSHOT_DIR, expected_sha256=spec.dir_sha256
+    )
+    env[AGENT_DIR_VARIABLE] = options.sandbox.agent_dir_path(snapshot)
+    return snapshot
+
+
+def _run_deviations(
+    job: RunJob, options: RunOptions, texts_problem: str | None
+) -> list[DeviationRecord]:
+    """How the run differs from the published study (:mod:`rexmle.runner.deviations`)."""
+    limits = None
+    if options.gateway is not None and _needs_gateway(job, options):
+        limits = enforced_limits(job.config, options.gateway.config.limits)
+    return deviations_of(
+        job.config, limits, texts_problem=texts_problem, sandbox=options.sandbox.kind
+    )
 
 
 def _image_for(agent: AgentSpec, sandbox_kind: str) -> str | None:
@@ -411,6 +462,7 @@ def _new_record(
         condition=config.condition,
         experiment=job.experiment,
         settings=options.settings.recorded(),
+        selection=None if config.agent.llm is None else config.agent.llm.selection,
     )
 
 
@@ -454,6 +506,9 @@ def _execute_locked(
                 data_mode="link" if options.sandbox.kind == "bwrap" else "copy",
             )
             record.data_mode = workspace.data_mode
+            texts = prepare_run_texts(workspace.root, workspace.instructions, config)
+            record.deviations = _run_deviations(job, options, texts.texts_problem)
+            write_record(job.folder, record)
             timings["workspace"] = time.perf_counter() - started
             env = agent_env(
                 workspace,
@@ -465,6 +520,7 @@ def _execute_locked(
                 cuda_visible_devices=gpu,
             )
             strip_provider_keys(env, options.gateway)
+            agent_code = _agent_code(job, options, env)
             socket_path = server.socket_path
             relays = [] if socket_path is None else [Relay(server.port, socket_path)]
             with _llm_link(job, options, socket_dir) as (link, gateway_relay):
@@ -472,7 +528,7 @@ def _execute_locked(
                     env.update(link.env)
                     relays.append(gateway_relay)
                 argv, readonly, record.agent_env = _agent_command(
-                    job, workspace.root, server.url, env
+                    job, workspace.root, server.url, env, texts.adapter_config()
                 )
                 request = SandboxRequest(
                     argv=argv,
@@ -492,6 +548,7 @@ def _execute_locked(
                     limits=options.limits,
                     harness_package=config.agent.kind in HARNESS_PACKAGE_KINDS,
                     image=_image_for(config.agent, options.sandbox.kind),
+                    agent_code=agent_code,
                 )
                 result = options.sandbox.run(request)
                 llm_stop = None if link is None else link.stopped_reason()
@@ -500,6 +557,9 @@ def _execute_locked(
                     record.llm = link.totals()
             record.validation_requests = server.n_requests
         strip_special_bits(workspace.root)
+        if agent_code is not None and record.sandbox is not None:
+            note = snapshot_note(agent_code, str(config.agent.dir_sha256))
+            record.sandbox.warnings += [note] if note else []
         timings["agent"] = result.seconds
         record.exit_code = result.exit_code
         record.killed_processes = result.killed_processes
@@ -543,6 +603,7 @@ def _execute_locked(
         record.error = f"{type(error).__name__}: {error}"
     finally:
         claimed_socket_dir.release()
+        remove_tree(job.folder / SNAPSHOT_DIR)
     return _finish(job, record, timings, started)
 
 

@@ -46,6 +46,8 @@ class Batch:
     experiment: Experiment
     keys: list[RunKey]
     retry_failed: bool
+    force_config: bool = False
+    """Runs of another config in the run folders are replaced (``--force-config``)."""
     jobs: list[RunJob] = field(default_factory=list)
     done: list[RunJob] = field(default_factory=list)
     not_implemented: dict[str, str] = field(default_factory=dict)
@@ -66,6 +68,7 @@ def plan(
     retry_failed: bool,
     recorded_name: str | None,
     prepare: bool = True,
+    force_config: bool = False,
 ) -> Batch:
     """Expand ``experiment`` once, keep the runs that can run here, split done from to do.
 
@@ -82,7 +85,9 @@ def plan(
 
     keys = expand(experiment)
     jobs = experiment_jobs(experiment, settings.runs_dir, keys, recorded_name=recorded_name)
-    batch = Batch(experiment=experiment, keys=keys, retry_failed=retry_failed)
+    batch = Batch(
+        experiment=experiment, keys=keys, retry_failed=retry_failed, force_config=force_config
+    )
     hidden = (settings.data_dir, settings.runs_dir)
     agents = {job.config.agent.id: job.config.agent for job in jobs}
     for spec in agents.values():
@@ -106,7 +111,7 @@ def plan(
         for job in jobs
         if label(job) not in batch.not_implemented and job.config.task not in batch.not_prepared
     ]
-    split = split_done(kept, retry_failed=retry_failed)
+    split = split_done(kept, retry_failed=retry_failed, replace_other_config=force_config)
     batch.jobs, batch.done = split.jobs, split.done
     return batch
 
@@ -136,6 +141,7 @@ def batch_gateway(jobs: Sequence[RunJob], settings: RunSettings) -> Gateway | No
             budget_usd=settings.llm_budget_usd,
             max_calls_per_minute=settings.llm_max_calls_per_minute,
             log_path=log_dir / "llm_gateway.log",
+            shared=settings.llm_gateway_shared,
         )
         gateway = gateway or planned
     return gateway
@@ -238,7 +244,9 @@ def run_slurm(batch: Batch, settings: RunSettings, how: Invocation, err: Console
     jobs = batch.all_jobs
     for folder in mark_lost_jobs([job.folder for job in jobs]):
         err.print(f"[red]lost:[/] {folder} (its Slurm job died; now infra_error)", highlight=False)
-    split = split_done(jobs, retry_failed=batch.retry_failed)  # again: lost runs changed
+    split = split_done(  # again: lost runs changed
+        jobs, retry_failed=batch.retry_failed, replace_other_config=batch.force_config
+    )
     todo, done = split.jobs, split.done
     alive = alive_folders([job.folder for job in todo])
     to_submit = [job for job in todo if job.folder not in alive]

@@ -17,6 +17,12 @@ resources, and conditions (named sets of overrides, e.g. a 24 h and a 3-day time
     conditions:
       - {name: 24h}
       - {name: 3day, time_limit_s: 259200}
+      - name: paper                  # what a condition may change, all optional
+        prompts: study               # study | rexmle: the texts the agents read
+        selection: study             # study | best-valid: which submission is graded
+        solution_informed: false     # the task's winning-solution write-up in the instructions
+        budget_usd: none             # USD per run, or none (no cap, still metered)
+        agents: {aide: {steps: 2000, step_timeout_s: 32400}}   # per agent, also time/budget
 
 Expansion order is conditions x agents x models x tasks x seeds, each in file order, so the same
 file always gives the same runs in the same order. A run of an experiment is the same run (same
@@ -34,10 +40,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from rexmle.agents.registry import RdAgentScenario, SelectionPolicy
 from rexmle.declarations import parse_declaration
 from rexmle.errors import SpecError
 from rexmle.names import NAME_PATTERN
@@ -45,9 +52,21 @@ from rexmle.names import NAME_PATTERN
 if TYPE_CHECKING:
     from rexmle.agents.registry import AgentSpec
     from rexmle.runner.executor import RunJob
+    from rexmle.runner.settings import RunSettings
 
-PRESETS = ("paper-grid",)
+PRESETS = ("paper-grid", "paper-grid-3day")
 """Experiment files shipped with rexmle; ``--experiment paper-grid`` reads one by name."""
+
+_T = TypeVar("_T")
+PromptSet = Literal["study", "rexmle"]
+"""Which texts the agents read: ``rexmle`` (ReX-MLE's own rules and task descriptions) or
+``study`` (the published study's texts, fetched and pinned by :mod:`rexmle.agents.study_texts`,
+composed per agent as the study composed them, with ``score.py`` handed over as the study
+handed over its grading script)."""
+NO_CAP = "none"
+"""``budget_usd: none``: the run has no USD cap (as the study), and is still metered."""
+Budget = float | Literal["none"]
+"""A per-run LLM budget in US dollars, or ``none`` (no cap, metered all the same)."""
 
 
 class _Strict(BaseModel):
@@ -62,8 +81,9 @@ class AgentEntry(_Strict):
     models: list[str] = []
     """LLM models of an ``llm`` agent, as the gateway's aliases without ``gw/`` (``gpt-5``);
     empty: the agent's declared models (or none, for agents without an LLM)."""
-    budget_usd: float | None = Field(default=None, gt=0)
-    """LLM spending cap of one run, in US dollars."""
+    budget_usd: Budget | None = None
+    """LLM spending cap of one run, in US dollars, or ``none`` (no cap, still metered); unset:
+    the batch's (``--llm-budget-usd``, else the LLM config's)."""
     memory_limit_mb: int | None = Field(default=None, gt=0)
     network: bool | None = None
     command: str | None = None
@@ -76,12 +96,44 @@ class AgentEntry(_Strict):
     """LLM agents: search steps or loops (``--steps``)."""
     step_timeout_s: float | None = Field(default=None, gt=0)
     """LLM agents: seconds per script (``--step-timeout``)."""
+    dir: str | None = None
+    """The folder of the agent's own code (``--agent-dir``; relative: to the experiment file)."""
+    time_limit_s: float | None = Field(default=None, gt=0)
+    """This agent's wall-clock limit per run (wins over the experiment's)."""
+    selection: SelectionPolicy | None = None
+    """LLM agents: which submission is graded (``study`` or ``best-valid``)."""
+    scenario: RdAgentScenario | None = None
+    """R&D-Agent: its scenario (``kaggle``: the study's KaggleScen; ``data-science``)."""
 
     @model_validator(mode="after")
     def _distinct_models(self) -> AgentEntry:
         if len(set(self.models)) != len(self.models):
             msg = f"agent {self.agent!r} lists a model twice: {self.models}"
             raise ValueError(msg)
+        _check_budget(self.budget_usd, f"agent {self.agent!r}")
+        return self
+
+
+def _check_budget(value: Budget | None, where: str) -> None:
+    if isinstance(value, float | int) and value <= 0:
+        msg = f"{where}: budget_usd must be > 0 US dollars or 'none' (no cap), got {value}"
+        raise ValueError(msg)
+
+
+class AgentOverride(_Strict):
+    """What a condition changes for one agent of the study (None: as the agent entry says)."""
+
+    steps: int | None = Field(default=None, gt=0)
+    step_timeout_s: float | None = Field(default=None, gt=0)
+    time_limit_s: float | None = Field(default=None, gt=0)
+    selection: SelectionPolicy | None = None
+    budget_usd: Budget | None = None
+    scenario: RdAgentScenario | None = None
+    """R&D-Agent only: its scenario under this condition."""
+
+    @model_validator(mode="after")
+    def _budget(self) -> AgentOverride:
+        _check_budget(self.budget_usd, "agent override")
         return self
 
 
@@ -101,6 +153,22 @@ class Condition(_Strict):
     time_limit_s: float | None = Field(default=None, gt=0)
     network: bool | None = None
     memory_limit_mb: int | None = Field(default=None, gt=0)
+    prompts: PromptSet | None = None
+    """The texts the agents read (see :data:`PromptSet`)."""
+    selection: SelectionPolicy | None = None
+    """Which submission of every LLM agent is graded."""
+    solution_informed: bool | None = None
+    """True: the instructions (and every agent's prompt) carry the task's winning-solution
+    write-up with its sources."""
+    budget_usd: Budget | None = None
+    """Every LLM run's USD cap, or ``none``."""
+    agents: dict[str, AgentOverride] = {}
+    """Per agent (its entry's ``agent``): steps, step timeout, time limit, selection, budget."""
+
+    @model_validator(mode="after")
+    def _budget(self) -> Condition:
+        _check_budget(self.budget_usd, f"condition {self.name!r}")
+        return self
 
 
 class SlurmResources(_Strict):
@@ -147,6 +215,10 @@ class Experiment(_Strict):
     seeds: list[int] = Field(min_length=1)
     time_limit_s: float | None = Field(default=None, gt=0)
     """The agent's wall-clock limit per run; default each agent's own."""
+    prompts: PromptSet = "rexmle"
+    """The texts the agents read (see :data:`PromptSet`); a condition may change it."""
+    solution_informed: bool = False
+    """The instructions carry the task's winning-solution write-up (a condition may change it)."""
     gpus_per_run: int = Field(default=1, ge=0)
     mini: bool = False
     sandbox: Literal["auto", "bwrap", "local", "docker", "apptainer"] = "auto"
@@ -171,6 +243,17 @@ class Experiment(_Strict):
         if any(seed < 0 for seed in self.seeds):
             msg = f"seeds must be >= 0, got {self.seeds}"
             raise ValueError(msg)
+        entries = {entry.agent for entry in self.agents} | {
+            entry.agent.partition("/")[0] for entry in self.agents
+        }
+        for condition in self.conditions:
+            unknown = sorted(set(condition.agents) - entries)
+            if unknown:
+                msg = (
+                    f"condition {condition.name!r} overrides agents the study does not run: "
+                    f"{', '.join(unknown)} (its agents: {', '.join(sorted(entries))})"
+                )
+                raise ValueError(msg)
         return self
 
     @property
@@ -193,18 +276,26 @@ class Experiment(_Strict):
 
 
 def preset_condition(name: str) -> Condition:
-    """The condition ``name`` of a shipped preset (for ``rexmle run --condition`` with flags).
+    """The condition ``name`` of a shipped preset (for ``rexmle run --condition`` with flags);
+    ``PRESET/NAME`` picks one preset's.
 
     Raises:
         SpecError: no preset declares it, or two declare different ones of that name.
     """
+    preset_name, _, condition_name = name.rpartition("/")
+    if preset_name and preset_name not in PRESETS:
+        msg = f"no preset {preset_name!r} (presets: {', '.join(PRESETS)})"
+        raise SpecError(msg)
     found = {
         preset: chosen
-        for preset in PRESETS
-        if (chosen := _condition(load_experiment(preset), name)) is not None
+        for preset in ([preset_name] if preset_name else PRESETS)
+        if (chosen := _condition(load_experiment(preset), condition_name)) is not None
     }
     if len({c.model_dump_json() for c in found.values()}) > 1:
-        msg = f"condition {name!r} differs between presets {', '.join(found)}: use --experiment"
+        msg = (
+            f"condition {name!r} differs between presets {', '.join(found)}: name one, e.g. "
+            f"--condition {next(iter(found))}/{name}"
+        )
         raise SpecError(msg)
     if not found:
         known = sorted({c.name for p in PRESETS for c in load_experiment(p).conditions})
@@ -251,7 +342,17 @@ def load_experiment(name_or_path: str | Path) -> Experiment:
             msg = f"experiment file {path} does not exist (presets: {', '.join(PRESETS)})"
             raise SpecError(msg)
         text = path.read_text(encoding="utf-8")
-    return parse_declaration(text, Experiment, where, what="experiment")
+    experiment = parse_declaration(text, Experiment, where, what="experiment")
+    if str(name_or_path) in PRESETS:
+        return experiment
+    base = Path(name_or_path).parent
+    agents = [
+        e
+        if e.dir is None
+        else e.model_copy(update={"dir": str((base / Path(e.dir).expanduser()).absolute())})
+        for e in experiment.agents
+    ]
+    return experiment.model_copy(update={"agents": agents})
 
 
 def _models_or_default(entry: AgentEntry) -> list[str | None]:
@@ -299,11 +400,24 @@ def group_of(experiment: Experiment, condition: str | None) -> str:
     return experiment.base_group if condition is None else f"{experiment.base_group}-{condition}"
 
 
-def time_limit_of(experiment: Experiment, condition: str | None) -> float | None:
-    """The agent time limit of a condition's runs (None: each agent's own)."""
+def time_limit_of(
+    experiment: Experiment, condition: str | None, agent: str | None = None
+) -> float | None:
+    """The agent time limit of a condition's runs (None: the agent's own).
+
+    Precedence: the condition's override for ``agent``, the condition's limit, the agent
+    entry's, the experiment's.
+    """
     chosen = _condition(experiment, condition)
-    if chosen is not None and chosen.time_limit_s is not None:
-        return chosen.time_limit_s
+    entry = next((e for e in experiment.agents if e.agent == agent), None)
+    override = _override_for(chosen, agent) if agent is not None else AgentOverride()
+    for value in (
+        override.time_limit_s,
+        None if chosen is None else chosen.time_limit_s,
+        None if entry is None else entry.time_limit_s,
+    ):
+        if value is not None:
+            return value
     return experiment.time_limit_s
 
 
@@ -311,24 +425,86 @@ def _condition(experiment: Experiment, name: str | None) -> Condition | None:
     return next((c for c in experiment.conditions if c.name == name), None)
 
 
-def resolve_agents(experiment: Experiment) -> dict[tuple[str | None, str, str | None], AgentSpec]:
-    """The agent declaration of every (condition, agent entry, model), overrides applied.
+def _override_for(
+    chosen: Condition | None, agent: str, agent_id: str | None = None
+) -> AgentOverride:
+    """The condition's override of an agent entry: by the entry's ``agent`` as written, its id
+    before ``/<model>``, or its declaration's id; an empty override when there is none.
+    """
+    if chosen is None:
+        return AgentOverride()
+    for key in (agent, agent.partition("/")[0], agent_id):
+        if key is not None and key in chosen.agents:
+            return chosen.agents[key]
+    return AgentOverride()
+
+
+def with_condition(experiment: Experiment, condition: Condition) -> Experiment:
+    """A study given by flags with a preset's condition applied (``rexmle run --condition``):
+    the condition's per-agent overrides are kept for the study's agents only.
+    """
+    names = {e.agent for e in experiment.agents} | {
+        e.agent.partition("/")[0] for e in experiment.agents
+    }
+    kept = {name: value for name, value in condition.agents.items() if name in names}
+    narrowed = condition.model_copy(update={"agents": kept})
+    return experiment.model_copy(update={"conditions": [narrowed]})
+
+
+@dataclass(frozen=True)
+class ResolvedEntry:
+    """One (condition, agent entry, model) of a study with every override applied."""
+
+    spec: AgentSpec
+    budget_usd: Budget | None
+    """The run's own USD cap, ``none`` (no cap), or None (the batch's)."""
+    prompts: PromptSet
+    solution_informed: bool
+
+
+def _first(*values: _T | None) -> _T | None:
+    """The first value that is not None (None when all are)."""
+    return next((v for v in values if v is not None), None)
+
+
+def resolve_entries(
+    experiment: Experiment,
+) -> dict[tuple[str | None, str, str | None], ResolvedEntry]:
+    """Every (condition, agent entry, model) of the study, overrides applied.
+
+    A condition wins over the agent entry, the entry over the experiment, the experiment over
+    the agent's declaration; within a condition its per-agent override wins over its general
+    fields.
 
     Raises:
-        SpecError: an agent is neither built in nor a readable declaration file.
+        SpecError: an agent is neither built in nor a readable declaration file, or an LLM-only
+            setting is given for an agent without an LLM.
     """
     from rexmle.agents.registry import load_agent
 
-    resolved: dict[tuple[str | None, str, str | None], AgentSpec] = {}
+    resolved: dict[tuple[str | None, str, str | None], ResolvedEntry] = {}
     conditions: Sequence[str | None] = [c.name for c in experiment.conditions] or [None]
     for condition in conditions:
         chosen = _condition(experiment, condition)
         for entry in experiment.agents:
             base = load_agent(entry.agent)
-            if base.llm is None and (entry.models or entry.budget_usd is not None):
+            override = _override_for(chosen, entry.agent, base.id)
+            budget: Budget | None = _first(
+                override.budget_usd, None if chosen is None else chosen.budget_usd, entry.budget_usd
+            )
+            llm_only = {
+                "models": entry.models,
+                "budget_usd": entry.budget_usd if base.llm is None else None,
+                "steps": entry.steps or override.steps,
+                "step_timeout_s": entry.step_timeout_s or override.step_timeout_s,
+                "selection": entry.selection or override.selection,
+                "scenario": entry.scenario or override.scenario,
+            }
+            given = [name for name, value in llm_only.items() if value]
+            if base.llm is None and given:
                 msg = (
-                    f"agent {entry.agent!r} is not an llm agent: 'models' and 'budget_usd' "
-                    "apply to llm agents only"
+                    f"agent {entry.agent!r} is not an llm agent: {', '.join(given)} apply to "
+                    "llm agents only"
                 )
                 raise SpecError(msg)
             network = entry.network
@@ -336,19 +512,46 @@ def resolve_agents(experiment: Experiment) -> dict[tuple[str | None, str, str | 
             if chosen is not None:
                 network = chosen.network if chosen.network is not None else network
                 memory = chosen.memory_limit_mb or memory
+            selection: SelectionPolicy | None = _first(
+                override.selection, None if chosen is None else chosen.selection, entry.selection
+            )
+            prompts: PromptSet = (
+                chosen.prompts if chosen is not None and chosen.prompts else experiment.prompts
+            )
+            informed = _first(
+                None if chosen is None else chosen.solution_informed, experiment.solution_informed
+            )
             for model in _models_or_default(entry):
-                resolved[(condition, entry.agent, model)] = base.with_overrides(
+                spec = base.with_overrides(
                     command=entry.command,
                     name=entry.name,
                     env=entry.env or None,
                     model=model,
-                    steps=entry.steps,
-                    step_timeout_s=entry.step_timeout_s,
-                    time_limit_s=time_limit_of(experiment, condition),
+                    steps=override.steps or entry.steps,
+                    step_timeout_s=override.step_timeout_s or entry.step_timeout_s,
+                    time_limit_s=time_limit_of(experiment, condition, entry.agent),
                     network=network,
                     memory_limit_mb=memory,
+                    code_dir=entry.dir,
+                    selection=selection if base.llm is not None else None,
+                    scenario=override.scenario or entry.scenario,
+                )
+                resolved[(condition, entry.agent, model)] = ResolvedEntry(
+                    spec=spec,
+                    budget_usd=budget if base.llm is not None else None,
+                    prompts=prompts,
+                    solution_informed=bool(informed),
                 )
     return resolved
+
+
+def resolve_agents(experiment: Experiment) -> dict[tuple[str | None, str, str | None], AgentSpec]:
+    """The agent declaration of every (condition, agent entry, model), overrides applied.
+
+    Raises:
+        SpecError: see :func:`resolve_entries`.
+    """
+    return {key: value.spec for key, value in resolve_entries(experiment).items()}
 
 
 def experiment_jobs(
@@ -368,22 +571,26 @@ def experiment_jobs(
     """
     from rexmle.runner.batch import make_job
 
-    agents = resolve_agents(experiment)
-    budgets = {entry.agent: entry.budget_usd for entry in experiment.agents}
+    entries = resolve_entries(experiment)
     mini = uses_mini_data(experiment)
     jobs: list[RunJob] = []
     for key in expand(experiment) if keys is None else keys:
-        spec = agents[(key.condition, key.agent, key.model)]
+        entry = entries[(key.condition, key.agent, key.model)]
         jobs.append(
             make_job(
-                spec,
+                entry.spec,
                 key.task,
                 key.seed,
-                time_limit_s=spec.time_limit_s,
+                time_limit_s=entry.spec.time_limit_s,
                 mini=mini,
                 runs_dir=runs_dir,
                 group=group_of(experiment, key.condition),
-                llm_budget_usd=budgets[key.agent],
+                llm_budget_usd=entry.budget_usd
+                if isinstance(entry.budget_usd, float | int)
+                else None,
+                llm_uncapped=entry.budget_usd == NO_CAP,
+                prompts=entry.prompts,
+                solution_informed=entry.solution_informed,
                 condition=key.condition,
                 experiment=recorded_name,
             )
@@ -400,23 +607,31 @@ class DryRunSummary:
     gpu_hours: float
     """Sum over runs of ``gpus_per_run * time_limit_s / 3600``: the allocation it may use."""
     cost_ceiling_usd: float | None
-    """Sum of the runs' LLM budgets; None when an LLM agent's run has no budget."""
+    """Sum of the USD caps the gateway enforces on the LLM runs; None when one has no cap."""
     runs_without_budget: int
+    """LLM runs without a USD cap (metered all the same)."""
 
 
-def dry_run_summary(jobs: Sequence[RunJob], *, gpus_per_run: int) -> DryRunSummary:
-    """Counts, GPU-hours and cost ceiling of ``jobs`` (see :class:`DryRunSummary`)."""
+def dry_run_summary(
+    jobs: Sequence[RunJob], *, gpus_per_run: int, settings: RunSettings | None = None
+) -> DryRunSummary:
+    """Counts, GPU-hours and the enforced cost ceiling of ``jobs`` under ``settings`` (None:
+    the built-in LLM config, no batch flags); see :mod:`rexmle.runner.llm_cost`.
+    """
+    from rexmle.runner.dry_run import cost_ceiling, llm_settings
+
     gpu_hours = sum(gpus_per_run * job.config.time_limit_s / 3600.0 for job in jobs)
-    without = [j for j in jobs if uses_llm(j) and j.config.llm_budget_usd is None]
-    ceiling = None
-    if not without:
-        ceiling = sum(job.config.llm_budget_usd or 0.0 for job in jobs)
+    ceiling: float | None = 0.0
+    uncapped = 0
+    if any(uses_llm(job) for job in jobs):
+        _, batch = llm_settings(settings)
+        ceiling, uncapped = cost_ceiling(jobs, batch)
     return DryRunSummary(
         n_runs=len(jobs),
         gpus_per_run=gpus_per_run,
         gpu_hours=gpu_hours,
         cost_ceiling_usd=ceiling,
-        runs_without_budget=len(without),
+        runs_without_budget=uncapped,
     )
 
 

@@ -2,7 +2,9 @@
 
 The gateway is started when the agent is of kind ``llm``, declares ``llm_gateway: true``, or
 ``--llm-config`` / ``--llm`` is given (then every run gets it), and only when some run is left
-to do. It is stopped when the run command ends, Ctrl-C and SIGTERM included.
+to do. It is stopped when the run command ends, Ctrl-C and SIGTERM included; with
+``--llm-shared-gateway`` the command takes a lease on the node's shared gateway instead
+(:mod:`rexmle.llm.node_gateway`) and gives it back then.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from rexmle.agents.registry import AgentSpec
 from rexmle.errors import SpecError
 from rexmle.llm.config import LlmConfig, load_llm_config
 from rexmle.llm.gateway import Gateway, provider_key_variables
+from rexmle.llm.node_gateway import SharedGateway
 
 
 class _Job(Protocol):
@@ -51,9 +54,11 @@ def plan_gateway(
     budget_usd: float | None = None,
     max_calls_per_minute: int | None = None,
     log_path: Path | None = None,
+    shared: bool = False,
 ) -> Gateway | None:
     """The (not yet started) gateway this run command needs, or None; the proxy's own log goes
-    to ``log_path`` (appended).
+    to ``log_path`` (appended); ``shared``: the node's shared gateway
+    (:class:`rexmle.llm.node_gateway.SharedGateway`, its log in its runtime folder).
 
     Raises:
         SpecError: the config is invalid, or the agent passes provider keys.
@@ -64,6 +69,8 @@ def plan_gateway(
     if config is None:
         return None
     config = config.with_limits(budget_usd=budget_usd, max_calls_per_minute=max_calls_per_minute)
+    if shared:
+        return SharedGateway(config)
     return Gateway(config, log_path=log_path)
 
 
@@ -79,9 +86,11 @@ def running_gateway(
         gateway.start()
     try:
         limits = gateway.config.limits
+        shared = f", shared, log {gateway.log_path}" if isinstance(gateway, SharedGateway) else ""
         console.print(
-            f"LLM gateway on {gateway.base_url} ({gateway.startup_s:.1f} s): "
-            f"{', '.join(gateway.aliases)}; per run budget {limits.budget_usd} USD, "
+            f"LLM gateway on {gateway.base_url} ({gateway.startup_s:.1f} s{shared}): "
+            f"{', '.join(gateway.aliases)}; per run budget {limits.budget_usd} USD unless the "
+            "run sets its own (a cap, or none; `rexmle run --dry-run` lists them), "
             f"{limits.max_calls_per_minute} calls/min",
             highlight=False,
             soft_wrap=True,

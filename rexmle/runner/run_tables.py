@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from rexmle.records.runs import RunRecord
     from rexmle.runner.executor import RunJob
     from rexmle.runner.experiment import Experiment, RunKey
+    from rexmle.runner.settings import RunSettings
 
 out = console()
 err = console(stderr=True)
@@ -34,9 +35,16 @@ def print_records_json(jobs: list[RunJob]) -> None:
     sys.stdout.write(json.dumps(payload, indent=2) + "\n")
 
 
-def print_dry_run(jobs: list[RunJob], to_do: list[RunJob], *, gpus_per_run: int) -> None:
-    """The job table, the count, GPU-hours and the cost ceiling of ``jobs``."""
-    from rexmle.runner.experiment import dry_run_summary, models_of, uses_llm
+def print_dry_run(
+    jobs: list[RunJob],
+    to_do: list[RunJob],
+    *,
+    gpus_per_run: int,
+    settings: RunSettings | None = None,
+) -> None:
+    """The job table, the count, GPU-hours and the enforced cost ceiling of ``jobs``."""
+    from rexmle.runner.dry_run import cost_summary
+    from rexmle.runner.experiment import dry_run_summary, models_of
 
     pending = {job.folder for job in to_do}
     table = Table(title="runs", box=box.SIMPLE_HEAD)
@@ -55,14 +63,8 @@ def print_dry_run(jobs: list[RunJob], to_do: list[RunJob], *, gpus_per_run: int)
             "to run" if job.folder in pending else "done",
         )
     out.print(table)
-    summary = dry_run_summary(jobs, gpus_per_run=gpus_per_run)
-    cost = (
-        f"cost ceiling ${summary.cost_ceiling_usd:,.2f} (sum of per-run LLM budgets)"
-        if summary.cost_ceiling_usd is not None
-        else f"no cost ceiling: {summary.runs_without_budget} LLM run(s) have no budget"
-    )
-    if not any(uses_llm(job) for job in jobs):
-        cost = "no LLM runs"
+    summary = dry_run_summary(jobs, gpus_per_run=gpus_per_run, settings=settings)
+    cost = cost_summary(jobs, settings)
     out.print(
         f"{summary.n_runs} runs ({len(to_do)} to run), {summary.gpus_per_run} GPU per run, "
         f"{summary.gpu_hours:,.1f} GPU-hours at most; {cost}",
@@ -95,13 +97,7 @@ def print_unresolved_dry_run(study: Experiment, keys: list[RunKey], problem: str
             "agent's" if limit is None else f"{limit / 3600:g}",
         )
     out.print(table)
-    budgets = {entry.agent: entry.budget_usd for entry in study.agents}
-    missing = sum(1 for k in keys if k.model is not None and budgets[k.agent] is None)
-    cost = (
-        f"cost ceiling ${sum(budgets[k.agent] or 0.0 for k in keys):,.2f}"
-        if not missing
-        else f"no cost ceiling: {missing} LLM run(s) have no budget"
-    )
+    cost = "LLM caps and forecast: see the LLM cost section"
     extra = f" (+{unknown} run(s) at their agent's limit)" if unknown else ""
     out.print(
         f"{len(keys)} runs, {study.gpus_per_run} GPU per run, {hours:,.1f} GPU-hours at most"

@@ -63,6 +63,10 @@ class RunSettings(BaseModel):
     """LLM budget of each run without one of its own (an experiment agent's ``budget_usd``)."""
     llm_max_calls_per_minute: int | None = Field(default=None, gt=0)
     """LLM calls per run and minute (None: the LLM config's)."""
+    llm_gateway_shared: bool = False
+    """The runs use the node's shared gateway (:mod:`rexmle.llm.node_gateway`), started by the
+    first of this user's rexmle processes with the same config and keys (within one Slurm job),
+    stopped after the last; otherwise this command (or Slurm array task) starts its own."""
 
     def recorded(self) -> SettingsRecord:
         """The settings that can change a result, for ``run.json``.

@@ -60,6 +60,9 @@ with the challenge's official metrics and ranked against the human leaderboard.
 - Check the format at any time with `python validate.py` (or POST a tar or zip archive of
   `submission/` to `$VALIDATION_URL`). It says "valid" or lists what is wrong; it never gives a score.
   At most {max_requests_per_minute} checks per minute; uploads over {max_upload_mb:g} MB are refused.
+- Score your own held-out split with `python data/score.py PRED_DIR GOLD_DIR [--json]`: the
+  challenge's official metrics (the grader's own code) for two folders shaped like a submission,
+  GOLD_DIR built from training cases and their labels (`python data/score.py --help`).
 - The test labels are not available to you; do not look for them. Work inside this workspace
   (`/tmp` is scratch space).
 

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import tempfile
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from rexmle.agents import environments
+from rexmle.runner.workspace import remove_tree
 
 
 def _wheel(folder: Path, name: str, version: str, module_source: str) -> Path:
@@ -53,3 +56,15 @@ def tiny_envs(monkeypatch, tmp_path: Path) -> Path:
     monkeypatch.setattr(environments, "_envs_folder", lambda: envs)
     monkeypatch.setattr(environments, "pip_find_links", lambda: [str(wheels)])
     return envs
+
+
+@pytest.fixture
+def agents_cache_outside_tmp() -> Iterator[Path]:
+    """An agents cache folder outside /tmp (``agents install`` refuses one under it), in the
+    checkout's ignored ``build/``; removed afterwards.
+    """
+    root = Path(__file__).resolve().parents[2] / "build"
+    root.mkdir(exist_ok=True)
+    folder = Path(tempfile.mkdtemp(prefix="test-agents-", dir=root))
+    yield folder / "agents"
+    remove_tree(folder)

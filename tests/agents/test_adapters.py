@@ -330,7 +330,7 @@ def test_the_agent_never_chooses_its_gpus():
 def test_model_settings_are_validated():
     with pytest.raises(SpecError, match="not an llm agent"):
         load_agent("dummy").with_overrides(model="gpt-5")
-    with pytest.raises(ValueError, match="is not a model name"):
+    with pytest.raises(SpecError, match="is not a model name"):
         load_agent("aide").with_overrides(model="gpt 5; rm -rf /")
     with pytest.raises(SpecError, match="unknown agent"):
         load_agent("dummy/gpt-5")

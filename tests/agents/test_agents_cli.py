@@ -32,8 +32,8 @@ def test_list_shows_every_agent_and_whether_its_environment_is_installed(monkeyp
 
 
 @pytest.mark.usefixtures("tiny_envs")
-def test_install_is_idempotent_and_says_so(monkeypatch, tmp_path):
-    monkeypatch.setenv("REXMLE_AGENTS_DIR", str(tmp_path / "agents"))
+def test_install_is_idempotent_and_says_so(monkeypatch, agents_cache_outside_tmp: Path):
+    monkeypatch.setenv("REXMLE_AGENTS_DIR", str(agents_cache_outside_tmp))
     first = runner.invoke(app, ["agents", "install", "tiny", "--variant", "cpu", "--offline"])
     assert first.exit_code == 0, first.output
     assert "tiny: installed in" in first.output

@@ -62,11 +62,11 @@ def test_the_policy_is_declared_validated_and_overridable():
         assert spec.llm is not None
         assert spec.llm.selection == "best-valid"
         assert spec.with_overrides(selection="study").llm.selection == "study"  # type: ignore[union-attr]
-    with pytest.raises(ValueError, match="selection"):
+    with pytest.raises(SpecError, match="selection"):
         load_agent("aide").with_overrides(selection="newest")  # type: ignore[arg-type]
     with pytest.raises(SpecError, match="llm agents only"):
         load_agent("dummy").with_overrides(selection="study")
-    with pytest.raises(ValueError, match="scenario"):
+    with pytest.raises(SpecError, match="scenario"):
         load_agent("aide").with_overrides(scenario="kaggle")
     with pytest.raises(runtime.AdapterError, match="selection must be one of"):
         runtime.selection_policy({"selection": "newest"})

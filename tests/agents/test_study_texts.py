@@ -49,7 +49,7 @@ def standin(tmp_path: Path) -> tuple[Path, StudyPins]:
     for task in TASKS:
         files[f"rexmle/challenges/{task}/description.md"] = f"stand-in description of {task}\n"
         files[f"agents/ML-Master/dataset/full_instructions/{task}/full_instructions.txt"] = (
-            f"stand-in ML-Master prompt of {task}\n"
+            f"stand-in ML-Master prompt of {task}: check at localhost:5001 (${{SERVER_URL}})\n"
         )
     for path, text in files.items():
         (repo / "rex-mle" / path).parent.mkdir(parents=True, exist_ok=True)

@@ -189,8 +189,8 @@ def test_every_task_has_its_script_and_usage(prepared_mini):
 def test_the_script_inside_a_bwrap_sandbox(harness_package, prepared_mini, tmp_path):
     """In bwrap the agent's environment names the harness's interpreter at its inside path.
 
-    An agent kind that has the harness mounted (llm adapters, baseline, dummy) gets the grader's
-    metrics; a command agent, which is refused the harness package, gets the reason.
+    A request with the harness package mounted (every agent kind the runner starts) gets the
+    grader's metrics; one without it gets the reason.
     """
     from rexmle.runner.sandbox import SandboxRequest
     from rexmle.runner.sandbox.bwrap import BwrapSandbox, bwrap_problem

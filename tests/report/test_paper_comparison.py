@@ -42,7 +42,12 @@ def test_published_table_holds_every_task_and_its_overall_means() -> None:
 def _run(runs: Path, agent: str, condition: str, submission: Path, data_dir: Path) -> None:
     folder = runs / "paper" / TASK / agent / "seed-0"
     shutil.copytree(submission, folder / "submission")
-    record = {"status": "completed", "config": {"mini": True}, "condition": condition}
+    record = {
+        "status": "completed",
+        "config": {"mini": True},
+        "condition": condition,
+        "selection": "study" if agent == "aide" else "best-valid",
+    }
     write_run_json(folder, record)
     grade = grade_submission(TASK, folder / "submission", data_dir=data_dir, workers=1)
     write_report(grade, folder / "grade.json")
@@ -76,6 +81,9 @@ def test_comparison_shows_official_study_and_published_per_condition(runs) -> No
     rows = _rows(tables[0][1])
     assert rows["AIDE"]["official"] == "1.00"
     assert rows["AIDE"]["official rank"] == "100%"
+    # which submission was graded is shown beside the value (run.json ``selection``)
+    assert rows["AIDE"]["selection"] == "study"
+    assert rows["R&D-Agent"]["selection"] == "best-valid"
     # the study's class table leaves the gold without TILs: about 0.5, last on the leaderboard
     assert rows["AIDE"]["study"] == "0.48"
     assert rows["AIDE"]["study rank"] == "0%"
@@ -116,7 +124,7 @@ def test_report_option_chooses_the_definition_set(runs, tmp_path) -> None:
     text = both.read_text(encoding="utf-8")
     assert "## Paper comparison" in text
     assert "docs/study-errata.md" in text
-    assert f"| {TASK} | AIDE | f1 | 1.00 | 100% | 0.48 | 0% | 0.02 | 0% |" in text
+    assert f"| {TASK} | AIDE | study | f1 | 1.00 | 100% | 0.48 | 0% | 0.02 | 0% |" in text
     # the leaderboard of the report stays official under "both"; "study" regrades it
     assert f"| {TASK} | detection | f1 | 1.00 |" in text
     study = tmp_path / "study.md"

@@ -5,11 +5,12 @@ from __future__ import annotations
 import csv
 import itertools
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from rexmle.runner.sandbox import Relay, SandboxLimits, SandboxRequest
+from rexmle.runner.sandbox import AGENT_DIR_INSIDE, Relay, SandboxLimits, SandboxRequest
 from rexmle.runner.sandbox.apptainer import ApptainerSandbox, apptainer_argv, client_env
 from rexmle.runner.sandbox.docker import (
     SHIM_IN_CONTAINER,
@@ -237,3 +238,19 @@ def test_docker_sizes_tmp_and_shm_within_the_memory_limit(tmp_path: Path):
     argv = docker_argv(request, image="img", name="rexmle-x")
     assert option_values(argv, "--tmpfs") == [f"/tmp:rw,nosuid,nodev,size={512 << 20}"]
     assert option_values(argv, "--shm-size") == [str(512 << 20)]
+
+
+def test_the_agent_code_snapshot_is_bound_read_only_at_agent_and_nothing_else_moves(
+    tmp_path: Path,
+):
+    snapshot = tmp_path / "runs" / "g" / "isles22" / "dummy" / "seed-0" / "agent-code"
+    snapshot.mkdir(parents=True)
+    request = make_request(tmp_path, agent_code=snapshot)
+    plain = replace(request, agent_code=None)
+    docker = docker_mounts(docker_argv(request, image="rexmle-dummy:0.1.0", name="rexmle-x"))
+    assert docker.pop(AGENT_DIR_INSIDE) == (str(snapshot.resolve()), True)
+    assert docker == docker_mounts(docker_argv(plain, image="rexmle-dummy:0.1.0", name="x"))
+    apptainer = apptainer_binds(apptainer_argv(request, image="/i.sif"))
+    assert apptainer.pop(AGENT_DIR_INSIDE) == (str(snapshot.resolve()), True)
+    assert apptainer == apptainer_binds(apptainer_argv(plain, image="/i.sif"))
+    assert ApptainerSandbox().agent_dir_path(snapshot) == AGENT_DIR_INSIDE == "/agent"

@@ -27,7 +27,7 @@ import pytest
 
 import rexmle
 from rexmle.agents.registry import load_agent
-from rexmle.records.runs import RunConfig, run_dir
+from rexmle.records.runs import RunConfig, read_record, run_dir
 from rexmle.runner.executor import RunJob, RunOptions, execute_run
 from rexmle.runner.sandbox import SandboxRequest, docker_network
 from rexmle.runner.sandbox import docker as docker_module
@@ -309,3 +309,29 @@ def test_an_agent_network_that_cannot_be_kept_from_the_host_is_refused(
     assert result.exit_code is None
     assert "iptables is not installed" in (result.error or "")
     assert not (tmp_path / "net" / "out.log").exists()  # no container was started
+
+
+def test_a_command_agent_runs_its_own_code_from_agent_dir_in_docker(
+    dummy_image: str, isles22_dirs, tmp_path: Path
+) -> None:
+    from test_agent_dir import make_agent, probe_output, rexmle, run_args
+
+    from rexmle.runner.agent_code import tree_sha256
+
+    own_image = agent_image("own", None)  # the command agent's image: the test image retagged
+    subprocess.run(["docker", "tag", dummy_image, own_image], check=True, timeout=60)
+    agent = make_agent(tmp_path / "my-agent")
+    runs = tmp_path / "runs"
+    result = rexmle(*run_args(agent, isles22_dirs.root.parent, runs, "docker"))
+    folder = runs / "default" / "isles22" / "own" / "seed-0"
+    record = read_record(folder)
+    assert record is not None, result.output
+    assert record.status == "completed", (record.error, (folder / "agent.stderr.log").read_text())
+    assert record.sandbox is not None
+    assert record.sandbox.kind == "docker"
+    seen = probe_output(folder)
+    assert seen["AGENT_DIR"] == "/agent"
+    assert seen["FILES"] == "lib,link.txt,run.py"
+    assert seen["HELPER"] == "from the agent's own folder"
+    assert seen["WRITE"] == "refused errno 30"  # a read-only bind mount
+    assert record.config.agent.dir_sha256 == tree_sha256(agent)

@@ -85,8 +85,11 @@ def test_unset_budget_and_condition_leave_the_run_id_as_before():
         time_limit_s=30,
         mini=True,
     )
-    # the config as it was hashed before llm_budget_usd and condition existed
-    before = config.model_dump(mode="json", exclude={"llm_budget_usd", "condition"})
+    # the config as it was hashed before the optional fields existed
+    optional = ("llm_budget_usd", "condition", "llm_uncapped", "prompts", "solution_informed")
+    unset: dict[str, object] = dict.fromkeys(optional, True)
+    unset["agent"] = {"dir", "dir_sha256"}
+    before = config.model_dump(mode="json", exclude=unset)
     text = json.dumps(before, sort_keys=True, separators=(",", ":"))
     assert config.run_id() == hashlib.sha256(text.encode()).hexdigest()[:16]
     assert config.model_copy(update={"condition": "3day"}).run_id() != config.run_id()
@@ -138,6 +141,14 @@ def test_models_and_conditions_get_their_own_folders_and_ids(tmp_path: Path):
         ({"agents": [{"agent": "dummy", "budget_usd": 3}]}, "not an llm agent"),
         ({"agents": [{"agent": "dummy", "models": ["gpt-5"]}]}, "not an llm agent"),
         ({"conditions": [{"name": "a"}, {"name": "a"}]}, "conditions repeat: a"),
+        (
+            {"conditions": [{"name": "a", "agents": {"nope": {"steps": 1}}}]},
+            "overrides agents the study does not run: nope",
+        ),
+        ({"conditions": [{"name": "a", "budget_usd": 0}]}, "budget_usd must be > 0"),
+        ({"conditions": [{"name": "a", "budget_usd": "lots"}]}, "budget_usd"),
+        ({"conditions": [{"name": "a", "prompts": "theirs"}]}, "prompts"),
+        ({"agents": [{"agent": "dummy", "selection": "study"}]}, "not an llm agent"),
     ],
 )
 def test_bad_experiment_files_are_refused_with_the_reason(tmp_path: Path, fields, reason):
@@ -152,7 +163,8 @@ def test_a_missing_experiment_file_names_the_presets(tmp_path: Path):
 
 
 def test_the_paper_preset_expands_to_the_published_grid():
-    keys = expand(load_experiment("paper-grid"))
+    study = load_experiment("paper-grid").only_condition("paper")
+    keys = expand(study)
     # AIDE and ML-Master with three back-ends, R&D-Agent with GPT-5: 7 pairs x 20 tasks x 1 seed
     assert len(keys) == 7 * 20 == 140
     pairs = {(k.agent, k.model) for k in keys}
@@ -164,10 +176,16 @@ def test_the_paper_preset_expands_to_the_published_grid():
     assert len(all_tasks()) == 20
     assert {k.seed for k in keys} == {0}
     assert len(set(keys)) == len(keys)
-    jobs = experiment_jobs(load_experiment("paper-grid"), Path("runs"))
+    jobs = experiment_jobs(study, Path("runs"))
     assert len({job.config.run_id() for job in jobs}) == 140
-    assert {job.config.time_limit_s for job in jobs} == {86400}
-    assert dry_run_summary(jobs, gpus_per_run=1).gpu_hours == pytest.approx(140 * 24)
+    assert {job.config.time_limit_s for job in jobs} == {43200}
+    assert dry_run_summary(jobs, gpus_per_run=1).gpu_hours == pytest.approx(140 * 12)
+    # every condition of the preset is the same 140 runs, in its own folder and with its own ids
+    grid = load_experiment("paper-grid")
+    assert [c.name for c in grid.conditions] == ["paper", "24h", "solution-informed", "rexmle"]
+    all_jobs = experiment_jobs(grid, Path("runs"))
+    assert len(all_jobs) == 4 * 140
+    assert len({job.config.run_id() for job in all_jobs}) == 4 * 140
 
 
 def test_dry_run_prints_the_table_count_and_gpu_hours(tmp_path: Path):

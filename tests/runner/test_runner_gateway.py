@@ -84,7 +84,13 @@ limits: {{budget_usd: {budget_usd}, max_calls_per_minute: {per_minute}}}
 
 
 def run_with_gateway(
-    gateway, dirs, tmp_path: Path, *, env: list[str] | None = None, budget: float | None = None
+    gateway,
+    dirs,
+    tmp_path: Path,
+    *,
+    env: list[str] | None = None,
+    budget: float | None = None,
+    uncapped: bool | None = None,
 ):
     spec = load_agent("command").with_overrides(
         command=COMMAND, time_limit_s=120.0, network=False, env=env
@@ -97,6 +103,7 @@ def run_with_gateway(
         time_limit_s=spec.time_limit_s,
         mini=True,
         llm_budget_usd=budget,
+        llm_uncapped=uncapped,
     )
     runs_dir = tmp_path / "runs"
     folder = run_dir(runs_dir, "test", "isles22", spec.id, 0)
@@ -152,6 +159,20 @@ def test_a_run_budget_from_its_config_replaces_the_gateway_default(
     assert "3 calls per minute" in (record.error or "")
     assert record.llm is not None
     assert record.llm.budget_usd == 1.0
+    assert record.llm.cost_usd == pytest.approx(3 * 0.01251, abs=1e-12)
+
+
+def test_an_uncapped_run_has_no_usd_cap_and_is_still_metered(
+    llm_gateway, upstream, isles22_dirs, tmp_path
+):
+    # the gateway's default is 0.01 USD (one call of 0.01251 USD passes it); the paper condition's
+    # budget_usd: none lifts it, so only the rate cap (3 per minute) stops the looping agent
+    upstream.reset(default=Reply(text="costly", input_tokens=10_000, output_tokens=1))
+    record, _, _ = run_with_gateway(llm_gateway, isles22_dirs, tmp_path, uncapped=True)
+    assert record.status == "budget_exceeded"
+    assert "3 calls per minute" in (record.error or "")
+    assert record.llm is not None
+    assert record.llm.budget_usd is None
     assert record.llm.cost_usd == pytest.approx(3 * 0.01251, abs=1e-12)
 
 

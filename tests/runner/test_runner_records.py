@@ -48,8 +48,17 @@ def record(cfg: RunConfig, status: str) -> RunRecord:
 
 def test_run_id_is_the_hash_of_the_canonical_config():
     cfg = config()
-    # unset optional fields (model, budget, condition) are left out of the hashed JSON
-    unset = {"model", "llm_budget_usd", "condition"}
+    # unset optional fields (model, budget, condition, ...) are left out of the hashed JSON
+    optional = (
+        "model",
+        "llm_budget_usd",
+        "condition",
+        "llm_uncapped",
+        "prompts",
+        "solution_informed",
+    )
+    unset: dict[str, object] = dict.fromkeys(optional, True)
+    unset["agent"] = {"dir", "dir_sha256"}  # an agent without its own code folder
     fields = cfg.model_dump(mode="json", exclude=unset)
     canonical = json.dumps(fields, sort_keys=True, separators=(",", ":"))
     assert cfg.run_id() == hashlib.sha256(canonical.encode()).hexdigest()[:16]

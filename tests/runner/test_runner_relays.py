@@ -17,7 +17,7 @@ from conftest import needs_bwrap
 from rexmle.runner.sandbox import Relay, SandboxRequest
 from rexmle.runner.sandbox.bwrap import BwrapSandbox
 from rexmle.runner.sandbox.local import shim_argv
-from rexmle.runner.sandbox.shim import parse_relay, start_unix_bridge
+from rexmle.runner.sandbox.shim import _no_delay, parse_relay, start_unix_bridge
 
 CLIENT = """
 import socket, sys
@@ -122,3 +122,18 @@ def test_unix_bridge_forwards_to_a_tcp_service(tmp_path):
         listener.close()
         server.shutdown()
         server.server_close()
+
+
+def test_the_relay_sends_tcp_pieces_at_once_and_leaves_unix_sockets_alone():
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        tcp = socket.create_connection(listener.getsockname())
+        assert tcp.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 0  # Python's default
+        _no_delay(tcp)
+        assert tcp.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
+        tcp.close()
+    left, right = socket.socketpair(socket.AF_UNIX)
+    _no_delay(left)  # no TCP option on a unix socket, and no error
+    left.close()
+    right.close()

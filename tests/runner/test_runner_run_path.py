@@ -19,9 +19,8 @@ from typer.testing import CliRunner, Result
 
 from rexmle.cli import app
 from rexmle.records.runs import SettingsRecord, read_record
-from rexmle.runner import experiment as experiment_module
 from rexmle.runner.commands import RUN_OPTION_ROLES, settings_from_flags
-from rexmle.runner.experiment import Condition, Experiment, load_experiment
+from rexmle.runner.experiment import load_experiment
 from rexmle.runner.settings import NOT_RECORDED, RunSettings
 
 STUDY_VALUES = {
@@ -43,6 +42,7 @@ STUDY_VALUES = {
     "step_timeout": "5",
     "sandbox": "local",
     "slurm_arg": "--mem=1G",
+    "agent_dir": ".",
 }
 """A value for each study option that takes one (flags such as --mini take none)."""
 
@@ -106,6 +106,7 @@ def test_every_settings_option_reaches_the_run_settings(tmp_path: Path):
         "llm": False,
         "llm_budget_usd": None,
         "llm_max_calls_per_minute": None,
+        "llm_shared_gateway": False,
     }
     changed: dict[str, object] = {
         "runs_dir": tmp_path / "elsewhere",
@@ -118,6 +119,7 @@ def test_every_settings_option_reaches_the_run_settings(tmp_path: Path):
         "llm": True,
         "llm_budget_usd": 0.5,
         "llm_max_calls_per_minute": 7,
+        "llm_shared_gateway": True,
     }
     settings_options = {n for n, role in RUN_OPTION_ROLES.items() if role == "settings"}
     assert settings_options == set(defaults)
@@ -191,31 +193,37 @@ def test_condition_selects_one_condition_of_an_experiment(tmp_path: Path):
     assert "has no condition 'nope' (its conditions: short, long)" in unknown.output
 
 
-def test_condition_in_a_flag_run_applies_a_preset_condition(tmp_path: Path, monkeypatch):
-    real = experiment_module.load_experiment
-
-    def with_conditions(name_or_path: str | Path) -> Experiment:
-        loaded = real(name_or_path)
-        if str(name_or_path) == "paper-grid":  # a preset with a condition, as presets may carry
-            cond = Condition(name="halfday", time_limit_s=43200)
-            return loaded.model_copy(update={"conditions": [cond]})
-        return loaded
-
-    monkeypatch.setattr(experiment_module, "load_experiment", with_conditions)
+def test_condition_in_a_flag_run_applies_a_preset_condition(tmp_path: Path):
     runs = tmp_path / "runs"
     result = in_process(
-        "run", "--agent", "dummy", "--task", "isles22", "--mini", "--condition", "halfday",
+        "run", "--agent", "dummy", "--task", "isles22", "--mini", "--condition", "24h",
         "--runs-dir", str(runs), "--dry-run",
     )  # fmt: skip
     assert result.exit_code == 0, result.output
-    assert "halfday" in result.output
-    assert "12" in result.output  # the condition's 12 h limit, not the agent's
+    assert "24h" in result.output
+    assert " 24 " in result.output  # the condition's 24 h limit, not the dummy's own
     missing = in_process(
         "run", "--agent", "dummy", "--task", "isles22", "--mini", "--condition", "nope",
         "--runs-dir", str(runs), "--dry-run",
     )  # fmt: skip
     assert missing.exit_code == 2
-    assert "no preset declares a condition 'nope' (preset conditions: halfday)" in missing.output
+    assert (
+        "no preset declares a condition 'nope' (preset conditions: 24h, 3day, paper, rexmle, "
+        "solution-informed)" in missing.output
+    )
+    # a condition two presets declare differently is refused unless one is named
+    both = in_process(
+        "run", "--agent", "dummy", "--task", "isles22", "--mini", "--condition",
+        "solution-informed", "--runs-dir", str(runs), "--dry-run",
+    )  # fmt: skip
+    assert both.exit_code == 2
+    assert "--condition paper-grid/solution-informed" in both.output
+    named = in_process(
+        "run", "--agent", "dummy", "--task", "isles22", "--mini", "--condition",
+        "paper-grid-3day/solution-informed", "--runs-dir", str(runs), "--dry-run",
+    )  # fmt: skip
+    assert named.exit_code == 0, named.output
+    assert " 72 " in named.output
 
 
 def test_settings_beside_an_experiment_reach_run_json(tmp_path: Path, isles22_dirs):

@@ -160,6 +160,93 @@ def compose_instructions(config: dict[str, object], *, step_word: str = "steps")
     return "\n".join([rules.rstrip("\n"), *notes])
 
 
+STUDY_VALIDATE_PORT = 5001
+"""The validation port ML-Master's fixed prompt files name; another port is written in its place
+when the forwarder could not take it."""
+STUDY_LAYOUT = {
+    "aide": ("rules", "aide_notes", "description", "score"),
+    "ml-master": ("ml_master_prompt",),
+    "rdagent": ("description", "score"),
+}
+"""How each agent's prompt was built from the study's texts under the paper condition (its
+start scripts): AIDE the rules, its notes with the run's values, the task description and the
+grading code; ML-Master its fixed per-task prompt file; R&D-Agent the task description and the
+grading code. A solution write-up, when the run has one, comes last."""
+
+
+def _workspace_file(config: dict[str, object], relative: object) -> Path:
+    return Path(str(config["workspace"])) / str(relative)
+
+
+def _substitute(text: str, values: dict[str, str]) -> str:
+    for name, value in values.items():
+        text = text.replace("${" + name + "}", value)
+    return text
+
+
+def score_section(config: dict[str, object]) -> str:
+    """``data/score.py`` handed over: how to run it, then its code."""
+    usage = _workspace_file(config, config["score_usage"]).read_text(encoding="utf-8")
+    script = Path(str(config["data_dir"])) / "score.py"
+    code = script.read_text(encoding="utf-8") if script.is_file() else ""
+    return "\n".join(
+        [
+            "## Grading code (`data/score.py`)",
+            "",
+            usage.rstrip("\n"),
+            "",
+            "```python",
+            code.rstrip("\n"),
+            "```",
+        ]
+    )
+
+
+def compose_prompt(config: dict[str, object], agent: str, *, step_word: str = "steps") -> str:
+    """The agent's prompt: from the study's texts when the run uses them
+    (:data:`STUDY_LAYOUT`), else :func:`compose_instructions` (``instructions.md``, which then
+    already holds any solution write-up).
+
+    Raises:
+        AdapterError: the study's texts are named in the config but missing.
+    """
+    study = config.get("study_texts")
+    if not study:
+        return compose_instructions(config, step_word=step_word)
+    files = dict(study)  # type: ignore[call-overload]
+    steps = config.get("steps")
+    values = {
+        "HARDWARE": str(config["hardware"]),
+        "TIME_LIMIT": format_seconds(float(str(config["time_limit_s"]))),
+        "STEP_LIMIT": "" if steps is None else str(steps),
+    }
+    parts: list[str] = []
+    for name in STUDY_LAYOUT[agent]:
+        if name == "score":
+            parts.append(score_section(config))
+            continue
+        path = _workspace_file(config, files[name])
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as err:
+            msg = f"the study's text {name} ({path}) cannot be read: {err}"
+            raise AdapterError(msg) from err
+        if name == "rules":
+            text = text.replace("/home/", "")
+        if name == "aide_notes":  # the study filled in only these notes' variables
+            text = _substitute(text, values)
+        if name == "ml_master_prompt" and config.get("forwarder_port") != STUDY_VALIDATE_PORT:
+            text = text.replace(
+                f"localhost:{STUDY_VALIDATE_PORT}", f"localhost:{config.get('forwarder_port')}"
+            )
+        if name == "description" and agent == "aide":
+            text = "## Task description\n\n" + text
+        parts.append(text.rstrip("\n"))
+    if config.get("solution"):
+        parts.append(_workspace_file(config, config["solution"]).read_text(encoding="utf-8"))
+    return "\n\n".join(parts).rstrip("\n") + "\n"
+
+
 def child_environment(
     config: dict[str, object], extra: dict[str, str], base: dict[str, str] | None = None
 ) -> dict[str, str]:
@@ -420,6 +507,16 @@ Builder = Callable[[dict[str, object], dict[str, str]], Launch]
 Keeper = Callable[
     [dict[str, object], BestSubmission], tuple[Callable[[], None], Callable[[], None]]
 ]
+
+
+def port_is_free(port: int) -> bool:
+    """Whether nothing listens on ``port`` of 127.0.0.1 now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
 
 
 def free_port() -> int:

@@ -66,10 +66,12 @@ def build(config: dict[str, object], environ: dict[str, str]) -> runtime.Launch:
     for key, value in dict(config.get("options") or {}).items():  # type: ignore[call-overload]
         argv.append(f"{key}={value}")
     env = {"OPENAI_BASE_URL": f"{base_url}/v1", "OPENAI_API_KEY": token}
-    notes = runtime.compose_instructions(config) + (
-        "- Save the test predictions as `submission.csv` in the `./working` folder (files it "
-        "names relative to `./working`).\n"
-    )
+    notes = runtime.compose_prompt(config, "aide")
+    if not config.get("study_texts"):
+        notes += (
+            "- Save the test predictions as `submission.csv` in the `./working` folder (files "
+            "it names relative to `./working`).\n"
+        )
     return runtime.Launch(argv=argv, env=env, cwd=work, files={desc_file: notes})
 
 

@@ -46,6 +46,9 @@ else:  # run as a script inside the agent's environment
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import adapter_runtime as runtime  # type: ignore[no-redef]
 
+STUDY_VALIDATE_PORT = runtime.STUDY_VALIDATE_PORT
+"""Under the study's texts the forwarder listens where ML-Master's prompt files say
+(``localhost:5001``) when the port is free (inside bwrap it always is)."""
 EXP_NAME = "rexmle"
 ALIAS_PREFIX = "gw/"
 
@@ -96,7 +99,7 @@ def build(config: dict[str, object], environ: dict[str, str]) -> runtime.Launch:
         "OPENAI_BASE_URL": f"{base_url}/v1",
         "OPENAI_API_KEY": token,
     }
-    notes = runtime.compose_instructions(config)
+    notes = runtime.compose_prompt(config, "ml-master")
     return runtime.Launch(argv=argv, env=env, cwd=work, files={desc_file: notes})
 
 
@@ -249,7 +252,8 @@ def keeper(
 ) -> tuple[runtime.Callable[[], None], runtime.Callable[[], None]]:
     """(poll, collect) for :func:`adapter_runtime.run_agent`; starts the validation forwarder."""
     if config.get("forwarder_port") is None:
-        config["forwarder_port"] = runtime.free_port()
+        study_port = config.get("study_texts") and runtime.port_is_free(STUDY_VALIDATE_PORT)
+        config["forwarder_port"] = STUDY_VALIDATE_PORT if study_port else runtime.free_port()
     ValidationForwarder(config).start()
     results = MlMasterResults(config, best)
     return results.poll, results.collect

@@ -260,7 +260,9 @@ def build(config: dict[str, object], environ: dict[str, str]) -> runtime.Launch:
     files = {
         **extra,
         standin_bin / "conda": CONDA_STANDIN.format(venv_bin=shlex.quote(str(venv_bin))),
-        rd_data / task / "description.md": runtime.compose_instructions(config, step_word="loops"),
+        rd_data / task / "description.md": runtime.compose_prompt(
+            config, "rdagent", step_word="loops"
+        ),
         **eval_files(config, rd_data),
     }
     return runtime.Launch(

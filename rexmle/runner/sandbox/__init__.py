@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Literal
 
 SandboxKind = Literal["auto", "local", "bwrap", "docker", "apptainer"]
+AGENT_DIR_INSIDE = "/agent"
+"""Where the sandboxes with a mount namespace show an agent's own code, read-only."""
 IsolationKind = Literal["local", "bwrap", "docker", "apptainer"]
 
 
@@ -90,6 +92,9 @@ class SandboxRequest:
     mounts it."""
     image: str | None = None
     """The agent's container image (docker, apptainer sandboxes); unused by the others."""
+    agent_code: Path | None = None
+    """The snapshot of the agent's own code (:mod:`rexmle.runner.agent_code`), shown read-only
+    at :data:`AGENT_DIR_INSIDE` (bwrap, docker, apptainer; ``$AGENT_DIR`` names it)."""
 
 
 @dataclass(frozen=True)
@@ -131,6 +136,11 @@ class Sandbox(ABC):
     @abstractmethod
     def info(self, *, network: bool) -> SandboxInfo:
         """The isolation this sandbox gives to a run with or without network."""
+
+    def agent_dir_path(self, snapshot: Path) -> str:
+        """Where the agent sees the snapshot of its own code (``$AGENT_DIR``)."""
+        del snapshot  # mounted at the fixed path
+        return AGENT_DIR_INSIDE
 
     @abstractmethod
     def run(self, request: SandboxRequest) -> SandboxResult:

@@ -8,7 +8,8 @@ The HPC form (``apptainer exec --nv --contain``), with:
   read-only, the relays' socket folders and ``shared_writable`` read-write, ``readonly``
   read-only, the shim read-only at ``/opt/rexmle/shim.py`` and the folder of the harness's
   lifeline socket read-only (the shim ends the container when the harness is gone, however it
-  died: :mod:`rexmle.runner.sandbox.lifeline`);
+  died: :mod:`rexmle.runner.sandbox.lifeline`); the snapshot of the agent's own code read-only
+  at ``/agent`` (not at its host path);
 - GPUs: ``--nv`` with ``CUDA_VISIBLE_DEVICES`` set to the run's device ids (apptainer exposes the
   host's devices; the variable selects the run's);
 - network: ``--net --network none`` when the agent has none (needs root or a setuid
@@ -31,7 +32,13 @@ import subprocess
 from dataclasses import replace
 from pathlib import Path
 
-from rexmle.runner.sandbox import Sandbox, SandboxInfo, SandboxRequest, SandboxResult
+from rexmle.runner.sandbox import (
+    AGENT_DIR_INSIDE,
+    Sandbox,
+    SandboxInfo,
+    SandboxRequest,
+    SandboxResult,
+)
 from rexmle.runner.sandbox.docker import (
     SHIM_IN_CONTAINER,
     container_binds,
@@ -104,6 +111,8 @@ def apptainer_argv(
     for folder, readonly in container_binds(request, lifeline):
         argv += _bind(folder, readonly=readonly)
     argv += ["--bind", f"{shim_source()}:{SHIM_IN_CONTAINER}:ro"]
+    if request.agent_code is not None:
+        argv += ["--bind", f"{request.agent_code.resolve()}:{AGENT_DIR_INSIDE}:ro"]
     return [*argv, image, *inner_argv(request, lifeline)]
 
 

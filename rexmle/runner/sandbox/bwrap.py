@@ -11,7 +11,8 @@ Mounts, in this order (later mounts cover earlier ones), at neutral paths:
 3. the Python installation read-only at its own path; the virtual environment at
    ``/sandbox/venv``; the ``rexmle`` package at ``/sandbox/lib/rexmle`` only for the agents that
    import it (``baseline``, ``dummy``, the llm adapters); for every other agent it is not there
-   at all; then the request's read-only folders (an llm agent's environment) at their paths;
+   at all; then the request's read-only folders (an llm agent's environment) at their paths,
+   and the snapshot of the agent's own code read-only at ``/agent`` (``$AGENT_DIR``);
 4. the workspace read-write at ``/workspace`` with ``data/`` re-bound read-only, the shim at
    ``/sandbox/shim.py`` and the relay socket folders at ``/sandbox/shared/<n>``.
 
@@ -48,7 +49,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import rexmle
-from rexmle.runner.sandbox import Sandbox, SandboxInfo, SandboxRequest, SandboxResult
+from rexmle.runner.sandbox import (
+    AGENT_DIR_INSIDE,
+    Sandbox,
+    SandboxInfo,
+    SandboxRequest,
+    SandboxResult,
+)
 from rexmle.runner.sandbox.cgroups import HeldLimits, hold_limits
 from rexmle.runner.sandbox.lifeline import PipeLifeline
 from rexmle.runner.sandbox.local import run_process_group, shim_argv
@@ -247,6 +254,10 @@ def bwrap_argv(request: SandboxRequest, layout: SandboxLayout | None = None) -> 
         resolved = Path(readonly).resolve()
         argv += _bind("--ro-bind", resolved, str(resolved))
         mounted.append(resolved)
+    if request.agent_code is not None:
+        argv += _bind("--ro-bind", request.agent_code.resolve(), AGENT_DIR_INSIDE)
+        layout.add(request.agent_code, AGENT_DIR_INSIDE)
+        layout.add(request.agent_code.resolve(), AGENT_DIR_INSIDE)
     for hidden in request.hidden:
         resolved = Path(hidden).resolve()
         if resolved.is_dir() and _under(resolved, mounted):

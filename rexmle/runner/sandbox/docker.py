@@ -6,7 +6,8 @@
   :func:`agent_image`; ``images/`` describes the paper agents' images);
 - exactly these binds, each at its host path: the workspace read-write, its ``data/`` read-only,
   the sockets folders of the relays (validation server, LLM gateway) and the request's
-  ``shared_writable`` folders read-write, its ``readonly`` folders read-only, and the shim (one
+  ``shared_writable`` folders read-write, its ``readonly`` folders read-only, the snapshot of
+  the agent's own code read-only at ``/agent`` (``$AGENT_DIR``), and the shim (one
   standard-library script) read-only at ``/opt/rexmle/shim.py``, and the folder of the harness's
   lifeline socket read-only. Never the data root, a run's ``private/``, another run or a home
   folder;
@@ -48,6 +49,7 @@ from pathlib import Path
 
 import rexmle
 from rexmle.runner.sandbox import (
+    AGENT_DIR_INSIDE,
     Sandbox,
     SandboxInfo,
     SandboxLimits,
@@ -254,6 +256,8 @@ def docker_argv(
     for folder, readonly in container_binds(request, lifeline):
         argv += _bind(folder, readonly=readonly)
     argv += _bind(shim_source(), readonly=True, target=SHIM_IN_CONTAINER)
+    if request.agent_code is not None:
+        argv += _bind(request.agent_code.resolve(), readonly=True, target=AGENT_DIR_INSIDE)
     for key in sorted(container_env(request.env)):
         argv += ["--env", key]
     return [*argv, image, *inner_argv(request, lifeline, rlimit_memory=False)]

@@ -27,6 +27,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 from typing import IO, cast
 
 from rexmle.runner.limits import limited_argv
@@ -293,6 +294,10 @@ class LocalSandbox(Sandbox):
         return SandboxInfo(
             kind="local", isolated=False, network_isolated=False, network="host", warnings=notes
         )
+
+    def agent_dir_path(self, snapshot: Path) -> str:
+        """The snapshot's own path: without a mount namespace there is no fixed one."""
+        return str(snapshot)
 
     def run(self, request: SandboxRequest) -> SandboxResult:
         """Run the command as a plain subprocess (the relay is not needed: same network)."""

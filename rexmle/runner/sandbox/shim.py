@@ -70,12 +70,25 @@ def _pipe(source: socket.socket, target: socket.socket) -> None:
         target.shutdown(socket.SHUT_WR)
 
 
+def _no_delay(sock: socket.socket) -> None:
+    """Send each forwarded piece at once on a TCP socket (``TCP_NODELAY``): with Nagle's rule a
+    piece waits for the ACK of the one before, which the peer delays (about 40 ms) while it waits
+    for the rest of a request or answer that the relay copies piece by piece.
+    """
+    if sock.family == socket.AF_INET:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+
 def _forward(client: socket.socket, socket_path: Path | None, port: int | None = None) -> None:
-    """Pipe ``client`` both ways to the unix socket ``socket_path`` (or 127.0.0.1:``port``)."""
+    """Pipe ``client`` both ways to the unix socket ``socket_path`` (or 127.0.0.1:``port``),
+    TCP sides without Nagle's delay (:func:`_no_delay`).
+    """
     family = socket.AF_UNIX if socket_path is not None else socket.AF_INET
     upstream = socket.socket(family, socket.SOCK_STREAM)
     try:
         upstream.connect(str(socket_path) if socket_path is not None else ("127.0.0.1", port))
+        _no_delay(upstream)
+        _no_delay(client)
     except OSError:
         client.close()
         upstream.close()
