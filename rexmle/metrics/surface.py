@@ -706,7 +706,9 @@ def _surfel_nearest_mm(
     found = _nearest_in_wide_window_mm(sources, target, spacing)
     far = np.isinf(found)
     if far.any():
-        tree = cKDTree(target_points * spacing, balanced_tree=False, compact_nodes=False)
+        tree = cKDTree(
+            target_points * spacing, leafsize=32, balanced_tree=False, compact_nodes=False
+        )
         _, index = tree.query(sources[far] * spacing, k=1)
         found[far] = _exact_offsets_mm(target_points[index] - sources[far], spacing)
     distances[off] = found

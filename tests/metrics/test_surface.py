@@ -378,6 +378,35 @@ def test_window_offsets_hold_every_offset_nearer_than_the_window_reach(spacing):
     assert lengths.max() <= reach
 
 
+@pytest.mark.parametrize("half", [False, True])
+def test_surfel_scores_per_spacing_on_a_tumour_in_a_large_volume_equal_deepmind(half):
+    # PANTHER-like: a tumour in a much larger volume, so the rule picks the tree route; both
+    # spacing pairings scored from one grid, each equal to DeepMind on the whole arrays.
+    shape = (60, 64, 24)
+    grid = np.ogrid[: shape[0], : shape[1], : shape[2]]
+    truth = ((grid[0] - 30) / 14) ** 2 + ((grid[1] - 32) / 11) ** 2 + ((grid[2] - 12) / 5) ** 2 <= 1
+    pred = ((grid[0] - 29) / 13) ** 2 + ((grid[1] - 34) / 12) ** 2 + ((grid[2] - 13) / 5) ** 2 <= 1
+    if half:
+        pred = truth.copy()
+        pred[:30] = False
+    spacings = [(3.0, 0.8, 0.8), (0.8, 0.8, 3.0)]
+    routes = []
+    real_route = surface._surfel_route
+
+    def spy(*args):
+        routes.append(real_route(*args))
+        return routes[-1]
+
+    with mock.patch.object(surface, "_surfel_route", side_effect=spy):
+        got = surface.surfel_scores_per_spacing(pred, truth, spacings_mm=spacings)
+    assert set(routes) == {"tree"}
+    for scores, spacing in zip(got, spacings, strict=True):
+        _, reference = _deepmind(truth, pred, spacing)
+        assert scores.hd95_mm == pytest.approx(reference["hd95"], rel=1e-12)
+        assert scores.masd_mm == pytest.approx(reference["masd"], rel=1e-12)
+        assert scores.surface_dice == pytest.approx(reference["surface_dice"], rel=1e-12)
+
+
 def test_surfel_route_rule():
     assert surface._surfel_route(100, 50, 10) == "transform"
     assert surface._surfel_route(500_000, 21_000, 31_000) == "tree"
