@@ -910,19 +910,39 @@ def surfel_distances(
     return _grid_distances(_surfel_grid(pred, truth), spacing)
 
 
+@functools.lru_cache(maxsize=32)
+def _area_ranks(spacing: tuple[float, ...]) -> npt.NDArray[np.uint8]:
+    """Code -> rank of its area among the table's distinct areas (equal areas, equal rank)."""
+    _, table, _ = _surfel_tables(spacing)
+    return np.unique(table, return_inverse=True)[1].astype(np.uint8).reshape(-1)
+
+
+def _by_distance_then_area(
+    distances: npt.NDArray[np.float64], area_ranks: npt.NDArray[np.uint8]
+) -> npt.NDArray[np.intp]:
+    """The permutation of ``np.lexsort((areas, distances))`` (DeepMind's sort of the pairs):
+    a stable sort by area rank (a radix sort of bytes), then a stable sort by distance.
+    """
+    by_area = np.argsort(area_ranks, kind="stable")
+    return by_area[np.argsort(distances[by_area], kind="stable")]
+
+
 def _grid_distances(grid: _SurfelGrid, spacing: npt.NDArray[np.float64]) -> SurfelDistances:
     """The sorted surfel distances and areas of a grid with one spacing pairing."""
     _, area_table, _ = _surfel_tables(tuple(float(s) for s in spacing))
-    truth_areas = area_table[grid.truth_codes[grid.truth_surfels]]
-    pred_areas = area_table[grid.pred_codes[grid.pred_surfels]]
+    area_rank = _area_ranks(tuple(float(s) for s in spacing))
+    truth_codes = grid.truth_codes[grid.truth_surfels]
+    pred_codes = grid.pred_codes[grid.pred_surfels]
+    truth_areas = area_table[truth_codes]
+    pred_areas = area_table[pred_codes]
     truth_to_pred = _surfel_nearest_mm(
         grid.truth_points, grid.truth_off, grid.pred_surfels, grid.pred_points, spacing
     )
     pred_to_truth = _surfel_nearest_mm(
         grid.pred_points, grid.pred_off, grid.truth_surfels, grid.truth_points, spacing
     )
-    truth_order = np.lexsort((truth_areas, truth_to_pred))
-    pred_order = np.lexsort((pred_areas, pred_to_truth))
+    truth_order = _by_distance_then_area(truth_to_pred, area_rank[truth_codes])
+    pred_order = _by_distance_then_area(pred_to_truth, area_rank[pred_codes])
     return SurfelDistances(
         truth_to_pred_mm=truth_to_pred[truth_order],
         truth_areas_mm2=truth_areas[truth_order],

@@ -472,3 +472,18 @@ def test_official_topcow_voxel_spacing_example():
     spacing = (5.0, 4.0, 3.0)
     scores = per_label_hd95(image2, image1, spacing_mm=spacing)
     assert scores == pytest.approx({1: 6.0, 2: 5.0, 3: 5.0})
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    arrays(np.int8, st.integers(1, 60), elements=st.integers(0, 5)),
+    st.sampled_from([(3.0, 0.8, 0.8), (1.0, 1.0, 1.0)]),
+    st.randoms(use_true_random=False),
+)
+def test_sort_by_distance_then_area_is_lexsort(steps, spacing, rnd):
+    # few distinct distances and codes: ties in both keys
+    _, table, _ = surface._surfel_tables(spacing)
+    codes = np.array([rnd.choice([1, 3, 7, 15, 60, 127, 254]) for _ in steps], dtype=np.uint8)
+    distances = steps.astype(np.float64) * 0.8
+    order = surface._by_distance_then_area(distances, surface._area_ranks(spacing)[codes])
+    np.testing.assert_array_equal(order, np.lexsort((table[codes], distances)))
