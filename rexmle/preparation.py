@@ -24,6 +24,7 @@ from rexmle.errors import DataError
 from rexmle.grading.score_script import write_score_script
 from rexmle.processes import pid_is_alive
 from rexmle.split import Split
+from rexmle.tasks.declared_counts import check_declared_counts
 from rexmle.tasks.files import sha256_file
 from rexmle.tasks.folders import TaskDirs, read_prepared, task_dirs
 from rexmle.tasks.jobs import PrepareJob
@@ -257,36 +258,6 @@ def with_declared_source(split: Split, spec: TaskSpec) -> Split:
         for source in spec.sources
     ]
     return dataclasses.replace(split, source={"sources": sources})
-
-
-def declaration_file(spec: TaskSpec) -> str:
-    """The task's declaration in the repository: ``rexmle/challenges/<family>/<id>.yaml``."""
-    return f"rexmle/challenges/{spec.family}/{spec.id}.yaml"
-
-
-def check_declared_counts(spec: TaskSpec, split: Split) -> None:
-    """Compare the split's sizes with the declared ``expected_train`` / ``expected_test``.
-
-    Raises:
-        DataError: they differ; the message gives the cases found per group (``split.found``),
-            the sizes the unchanged split rule gave, and the two lines of the declaration to
-            correct when the source really holds this many cases.
-    """
-    declared = spec.split
-    expected = (declared.expected_train, declared.expected_test)
-    got = (len(split.train), len(split.test))
-    if None in expected or got == expected:
-        return
-    found = ", ".join(f"{group} {n}" for group, n in split.found.items())
-    found_text = f"; cases found: {found} (total {sum(split.found.values())})" if found else ""
-    msg = (
-        f"{spec.id}: the real data gave {got[0]} train / {got[1]} test cases, the declaration "
-        f"expects {expected[0]} / {expected[1]}{found_text}. Check the download first (a "
-        f"missing or changed file?); if the source really holds this many cases, set "
-        f"'expected_train: {got[0]}' and 'expected_test: {got[1]}' under 'split:' in "
-        f"{declaration_file(spec)} (the split rule '{split.rule}' stays as it is)"
-    )
-    raise DataError(msg)
 
 
 def _hash_tree(root: Path) -> dict[str, str]:

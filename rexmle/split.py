@@ -62,6 +62,25 @@ class Split:
         )
 
 
+def split_sizes(n: int, test_fraction: float) -> tuple[int, int]:
+    """(train, test) sizes of ``n`` cases under a fraction split, as every fraction rule here
+    rounds: ``n_test = ceil(test_fraction * n)`` (the float product, as scikit-learn computes
+    it), ``n_train = n - n_test``. For ``test_fraction = 0.2`` this equals the train-first rule
+    ``n_train = int((1 - 0.2) * n)`` of DENTEX's reference split for every ``n`` up to 10**6.
+
+    Raises:
+        ValueError: a fraction outside (0, 1) or fewer than 2 cases.
+    """
+    if not 0.0 < test_fraction < 1.0:
+        msg = f"test_fraction must be in (0, 1), got {test_fraction}"
+        raise ValueError(msg)
+    if n < 2:
+        msg = f"need at least 2 keys to split, got {n}"
+        raise ValueError(msg)
+    n_test = math.ceil(test_fraction * n)
+    return n - n_test, n_test
+
+
 def shuffle_split(
     keys: Sequence[str], *, test_fraction: float = 0.2, seed: int = 42, sort_keys: bool = True
 ) -> Split:
@@ -74,9 +93,6 @@ def shuffle_split(
     Raises:
         ValueError: duplicate keys, fewer than 2 keys, or a fraction outside (0, 1).
     """
-    if not 0.0 < test_fraction < 1.0:
-        msg = f"test_fraction must be in (0, 1), got {test_fraction}"
-        raise ValueError(msg)
     ordered = sorted(keys) if sort_keys else list(keys)
     if len(set(ordered)) != len(ordered):
         seen: set[str] = set()
@@ -84,10 +100,7 @@ def shuffle_split(
         msg = f"duplicate keys cannot be split: {dupes[:5]}"
         raise ValueError(msg)
     n = len(ordered)
-    if n < 2:
-        msg = f"need at least 2 keys to split, got {n}"
-        raise ValueError(msg)
-    n_test = math.ceil(test_fraction * n)
+    _, n_test = split_sizes(n, test_fraction)
     perm = np.random.RandomState(seed).permutation(n)
     rule = (
         f"sorted keys; sklearn train_test_split(test_size={test_fraction}, "

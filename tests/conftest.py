@@ -41,7 +41,9 @@ sandbox."""
 
 @pytest.fixture(scope="session")
 def llm_standin() -> Iterator[ScriptedUpstream]:
-    """One scripted upstream (OpenAI and Anthropic APIs) per test worker; it wants the key."""
+    """One scripted upstream (OpenAI, Anthropic and Gemini APIs) per test worker; it wants the
+    key.
+    """
     with ScriptedUpstream(api_keys={STANDIN_KEY}) as upstream:
         yield upstream
 
@@ -56,8 +58,8 @@ def upstream(llm_standin: ScriptedUpstream) -> ScriptedUpstream:
 @pytest.fixture(scope="session")
 def llm_gateway(llm_standin: ScriptedUpstream) -> Iterator[Gateway]:
     """A real LiteLLM gateway (its env installed once into the agents cache) in front of the
-    stand-in: ``gw/gpt-5`` (OpenAI API), ``gw/claude`` (Anthropic API); per run 0.01 USD and
-    3 calls per minute unless a test registers other limits.
+    stand-in: ``gw/gpt-5`` (OpenAI API), ``gw/claude`` (Anthropic API), ``gw/gemini-3-pro``
+    (Gemini API); per run 0.01 USD and 3 calls per minute unless a test registers other limits.
     """
     base = llm_standin.base_url
     config = parse_llm_config(
@@ -65,11 +67,14 @@ def llm_gateway(llm_standin: ScriptedUpstream) -> Iterator[Gateway]:
 providers:
   openai-like: {{api: openai, base_url: "{base}/v1", key_env: {STANDIN_KEY_ENV}}}
   anthropic-like: {{api: anthropic, base_url: "{base}", key_env: {STANDIN_KEY_ENV}}}
+  gemini-like: {{api: gemini, base_url: "{base}/v1beta", key_env: {STANDIN_KEY_ENV}}}
 models:
   gpt-5: {{provider: openai-like, upstream: gpt-5,
           price: {{input: 1.25, cached_input: 0.125, output: 10.0}}}}
   claude: {{provider: anthropic-like, upstream: claude-sonnet-4-5,
            price: {{input: 3.0, cached_input: 0.3, output: 15.0}}}}
+  gemini-3-pro: {{provider: gemini-like, upstream: gemini-3-pro-preview,
+                 price: {{input: 2.0, cached_input: 0.2, output: 12.0}}}}
 limits: {{budget_usd: 0.01, max_calls_per_minute: 3}}
 """,
         "test gateway config",

@@ -115,6 +115,7 @@ def adapter_config(
         "options": dict(llm.options),
         "selection": llm.selection,
         "scenario": llm.scenario,
+        "llm_route": llm.llm_route,
         "leaderboard_scores": leaderboard_scores(task_id) if llm.scenario == "kaggle" else None,
         "hardware": hardware,
         "cuda_visible_devices": cuda_visible_devices,

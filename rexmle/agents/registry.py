@@ -47,6 +47,11 @@ best valid one by the agent's own metric is kept)."""
 RdAgentScenario = Literal["data-science", "kaggle"]
 """R&D-Agent's scenario: ``data-science`` (DataScienceScen, MLE-data mode off) or ``kaggle``
 (the study's KaggleScen with the MLE-data mode on and the metric direction given)."""
+LlmRoute = Literal["openai", "native"]
+"""How an adapter points the agent at the LLM gateway: ``openai`` (every model as its ``gw/``
+alias through the agent's OpenAI-compatible path) or ``native`` (``claude-*`` and ``gemini-*``
+models by their bare names through the agent's own Anthropic and Gemini back-ends and the
+gateway's native routes, as the study ran them; other models stay aliases)."""
 MODEL_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
 FIXED_MODEL_ROLES = frozenset({"embedding"})
 """Roles that ``--model`` leaves as declared (an embedding model is not a chat model)."""
@@ -87,6 +92,8 @@ class LlmSettings(BaseModel):
     """Which submission is graded (see :data:`SelectionPolicy`)."""
     scenario: RdAgentScenario | None = None
     """R&D-Agent only: its scenario (see :data:`RdAgentScenario`); None elsewhere."""
+    llm_route: LlmRoute = "openai"
+    """How the agent reaches the gateway (see :data:`LlmRoute`)."""
 
     @model_validator(mode="after")
     def _names(self) -> LlmSettings:
@@ -194,6 +201,7 @@ class AgentSpec(BaseModel):
         selection: SelectionPolicy | None = None,
         scenario: RdAgentScenario | None = None,
         code_dir: str | Path | None = None,
+        llm_route: LlmRoute | None = None,
     ) -> AgentSpec:
         """A copy with the given fields replaced (CLI options win over the declaration).
 
@@ -205,8 +213,9 @@ class AgentSpec(BaseModel):
         uses it) names the agent ``<id>-<model>``.
 
         Raises:
-            SpecError: ``model``, ``steps``, ``step_timeout_s``, ``selection`` or ``scenario``
-                given for a non-llm agent, or the result is not a valid declaration.
+            SpecError: ``model``, ``steps``, ``step_timeout_s``, ``selection``, ``scenario``
+                or ``llm_route`` given for a non-llm agent, or the result is not a valid
+                declaration.
         """
         update: dict[str, object] = {}
         llm_update: dict[str, object] = {}
@@ -226,11 +235,13 @@ class AgentSpec(BaseModel):
             llm_update["selection"] = selection
         if scenario is not None:
             llm_update["scenario"] = scenario
+        if llm_route is not None:
+            llm_update["llm_route"] = llm_route
         if llm_update:
             if self.llm is None:
                 msg = (
                     f"agent {self.id!r} is not an llm agent: --model, --steps, --step-timeout, "
-                    "the selection policy and the scenario apply to llm agents only"
+                    "the selection policy, the scenario and the LLM route apply to llm agents only"
                 )
                 raise SpecError(msg)
             update["llm"] = {**self.llm.model_dump(), **llm_update}

@@ -17,7 +17,9 @@
 
 ``api`` is the wire protocol of the upstream: ``openai`` (chat completions, Responses,
 embeddings), ``anthropic`` (messages) or ``gemini``. Every ``base_url`` may point anywhere (a
-stand-in, a self-hosted server). ``key_env`` names the harness variable holding the key; it is
+stand-in, a self-hosted server); a ``gemini`` one names the API's version
+(``https://generativelanguage.googleapis.com/v1beta``): LiteLLM appends
+``/models/<model>:generateContent`` to it. ``key_env`` names the harness variable holding the key; it is
 given to the gateway process only, never to a sandbox; ``null`` for an upstream without a key.
 The built-in default is ``rexmle/llm/default_llm.yaml``.
 """

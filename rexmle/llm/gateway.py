@@ -55,6 +55,7 @@ from rexmle.llm.proxy_config import (
     LAUNCH_MODULE,
     MASTER_KEY_ENV,
     METERING_MODULE,
+    NATIVE_MODULE,
     hook_settings,
     litellm_config,
     usable_models,
@@ -75,6 +76,7 @@ STATE_MODULES = (
     ("metering.py", METERING_MODULE),
     ("proxy_guard.py", GUARD_MODULE),
     ("proxy_launch.py", LAUNCH_MODULE),
+    ("native_routes.py", NATIVE_MODULE),
 )
 """Our modules the proxy loads: (file in this package, module name in the state folder)."""
 TOKEN_PREFIX = "rxg-"

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from rexmle.llm.config import LlmConfig
+from rexmle.llm.config import ALIAS_PREFIX, LlmConfig
+from rexmle.llm.native_routes import native_names
 
 HOOK_MODULE = "proxy_hook"
 METERING_MODULE = "gateway_metering"
 GUARD_MODULE = "gateway_guard"
 LAUNCH_MODULE = "gateway_launch"
+NATIVE_MODULE = "gateway_native"
 MASTER_KEY_ENV = "LITELLM_MASTER_KEY"
 DEPLOYMENT_PREFIX = "rexmle:"
 
@@ -27,7 +29,8 @@ MODEL_ROUTES = ("/chat/completions", "/completions", "/responses", "/messages", 
 ALLOWED_ROUTES = tuple(
     prefix + route for route in (*MODEL_ROUTES, "/models") for prefix in ("", "/v1")
 )
-"""The only routes a run token may call; admin, key, config, UI and other routes are refused."""
+"""The only routes a run token may call besides the Gemini generate routes
+(:mod:`rexmle.llm.native_routes`); admin, key, config, UI and other routes are refused."""
 
 
 def deployment_id(alias: str) -> str:
@@ -82,15 +85,21 @@ def litellm_config(config: LlmConfig, aliases: list[str]) -> dict[str, Any]:
 
 def hook_settings(config: LlmConfig, aliases: list[str]) -> dict[str, Any]:
     """``gateway.json``: what the callback and the guard read (prices, upstream names,
-    deployments, key variables, routes, request size limit).
+    deployments, key variables, routes, the bare names served on the native routes, request
+    size limit).
     """
     models = config.aliases()
+    protocols = {
+        alias.removeprefix(ALIAS_PREFIX): config.providers[models[alias].provider].api
+        for alias in aliases
+    }
     return {
         "prices": {alias: models[alias].price.model_dump() for alias in aliases},
         "upstream_models": {alias: models[alias].upstream for alias in aliases},
         "deployments": {deployment_id(alias): alias for alias in aliases},
         "key_env": config.key_variables(),
         "allowed_routes": list(ALLOWED_ROUTES),
+        "native_names": native_names(protocols, ALIAS_PREFIX),
         "max_request_bytes": int(config.max_request_mb * 1024 * 1024),
         "hold_max_s": config.request_timeout_s,
     }

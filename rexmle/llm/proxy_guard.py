@@ -12,6 +12,12 @@ uvicorn asks for it, so that the harness can import this module without LiteLLM)
   upstream's own headers (``x-litellm-*``, ``llm_provider-*``) are dropped: an agent learns the
   gateway's aliases only.
 - WebSocket connections (LiteLLM's realtime routes) are closed unserved.
+- Gemini's OpenAI-compatible route is served as the chat completions route, marked with
+  :data:`rexmle.llm.native_routes.NATIVE_HEADER` (that header is removed from every request
+  first, so only the guard sets it).
+- On a native route (Anthropic Messages, Gemini) an error answer (a refusal, an upstream error,
+  the size limit's 413) is rewritten into that provider's error shape
+  (:func:`rexmle.llm.native_routes.reshaped_error`), so the agent's own SDK reads it.
 """
 
 from __future__ import annotations
@@ -22,6 +28,11 @@ import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
+
+if __package__:
+    from rexmle.llm import native_routes as native
+else:  # loaded from the gateway's state folder
+    import gateway_native as native  # type: ignore[no-redef]
 
 Message = dict[str, Any]
 Receive = Callable[[], Awaitable[Message]]
@@ -100,6 +111,53 @@ async def _buffered(receive: Receive, max_bytes: int) -> Receive | None:
     return replay
 
 
+def _provider_errors(send: Send, protocol: native.Protocol) -> Send:
+    """``send`` that rewrites an error answer (status >= 400) into ``protocol``'s shape."""
+    held: list[Message] = []
+    chunks: list[bytes] = []
+
+    async def send_shaped(message: Message) -> None:
+        if message["type"] == "http.response.start" and message["status"] >= 400:
+            held.append(message)
+            return
+        if not held or message["type"] != "http.response.body":
+            await send(message)
+            return
+        chunks.append(message.get("body", b""))
+        if message.get("more_body", False):
+            return
+        start = held.pop()
+        body = native.reshaped_error(protocol, int(start["status"]), b"".join(chunks))
+        chunks.clear()
+        headers = [
+            (name, value)
+            for name, value in start.get("headers", ())
+            if name.lower() not in (b"content-length", b"content-type")
+        ]
+        headers += [
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(body)).encode("ascii")),
+        ]
+        await send({**start, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+    return send_shaped
+
+
+NATIVE_HEADER = native.NATIVE_HEADER.encode("ascii")
+
+
+def _native_scope(scope: dict[str, Any]) -> dict[str, Any]:
+    """``scope`` without an incoming native mark; Gemini's OpenAI-compatible route rewritten."""
+    headers = [(k, v) for k, v in scope.get("headers", ()) if k.lower() != NATIVE_HEADER]
+    path = str(scope.get("path", "")).rstrip("/")
+    if path != native.GEMINI_OPENAI_ROUTE:
+        return {**scope, "headers": headers}
+    route = native.OPENAI_CHAT_ROUTE
+    headers.append((NATIVE_HEADER, b"gemini"))
+    return {**scope, "path": route, "raw_path": route.encode("ascii"), "headers": headers}
+
+
 def guarded(inner: App, max_request_bytes: int) -> App:
     """``inner`` behind the size limit and the header filter (see the module docstring)."""
 
@@ -111,6 +169,10 @@ def guarded(inner: App, max_request_bytes: int) -> App:
         if scope["type"] != "http":
             await inner(scope, receive, send)
             return
+        scope = _native_scope(scope)
+        protocol = native.protocol_of(str(scope.get("path", "")))
+        if protocol != "openai":
+            send = _provider_errors(send, protocol)
         length = _content_length(scope)
         if length is not None and length > max_request_bytes:
             await _too_large(send, max_request_bytes)

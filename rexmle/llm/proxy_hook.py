@@ -5,12 +5,14 @@ of :mod:`rexmle.llm.metering`); the proxy's environment has ``REXMLE_GATEWAY_STA
 folder, also on ``PYTHONPATH``) and the provider keys.
 
 - :func:`authenticate` (``general_settings.custom_auth``): every request must carry a registered
-  run token (``Authorization: Bearer`` or ``x-api-key``) and go to a completion route; anything
-  else (admin, key, config, UI routes) is refused.
+  run token (``Authorization: Bearer``, ``x-api-key``, or for the Gemini routes
+  ``x-goog-api-key`` or ``?key=``) and go to a completion route; anything else (admin, key,
+  config, UI routes) is refused.
 - :data:`handler` (``litellm_settings.callbacks``): refuses a call whose ``model`` is not a
-  configured ``gw/`` alias (a deployment name or id included), admits, holds back or refuses the
-  others (budget, calls in flight, rate cap), then writes each call's usage line, charged at the
-  price of the deployment that served it, and its trajectory entry.
+  configured ``gw/`` alias (a deployment name or id included; on a native route also the bare
+  names of :mod:`rexmle.llm.native_routes`), admits, holds back or refuses the others (budget,
+  calls in flight, rate cap), then writes each call's usage line, charged at the price of the
+  deployment that served it, and its trajectory entry.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import gateway_metering as metering
+import gateway_native as native
 from fastapi import HTTPException, Request
 from litellm.integrations.custom_logger import CustomLogger
 from litellm.proxy._types import UserAPIKeyAuth
@@ -47,6 +50,8 @@ HOLD_MAX_S = float(SETTINGS["hold_max_s"])
 """A held-back call is refused (429) after waiting this long."""
 SECRETS = [os.environ[name] for name in SETTINGS["key_env"] if os.environ.get(name)]
 ALLOWED_ROUTES = frozenset(SETTINGS["allowed_routes"])
+NATIVE_NAMES: dict[str, dict[str, str]] = SETTINGS["native_names"]
+"""Per native protocol: bare model name -> the alias it is served and charged as."""
 REQUEST_KEYS_NOT_PARAMS = frozenset(
     {"model", "messages", "input", "metadata", "stream", "stream_options", "proxy_server_request"}
 )
@@ -64,10 +69,13 @@ def _meter_of(
 async def authenticate(request: Request, api_key: str) -> UserAPIKeyAuth:
     """Accept a registered run token on a completion route; refuse everything else."""
     route = request.url.path
-    if route not in ALLOWED_ROUTES:
+    gemini = native.is_gemini_route(route)
+    if route not in ALLOWED_ROUTES and not gemini:
         msg = f"rexmle gateway: route {route} is not served; use the completion routes"
         raise HTTPException(status_code=403, detail=msg)
     token = api_key or request.headers.get("x-api-key", "")
+    if gemini and not token:
+        token = request.headers.get("x-goog-api-key") or request.query_params.get("key") or ""
     token = token.removeprefix("Bearer ").strip()
     if not token or REGISTRY.meter(token) is None:
         msg = "rexmle gateway: unknown run token (use $REXMLE_LLM_TOKEN)"
@@ -81,7 +89,7 @@ def _usage_numbers(response: Any) -> tuple[int, int, int, int]:
     if usage is None and isinstance(response, dict):
         usage = response.get("usage")
     if usage is None:
-        return 0, 0, 0, 0
+        return native.gemini_usage(response) or (0, 0, 0, 0)
 
     def get(obj: Any, name: str) -> Any:
         return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
@@ -111,7 +119,7 @@ def _dropped(kwargs: dict[str, Any]) -> list[str]:
     requested = [
         name
         for name in body
-        if name not in REQUEST_KEYS_NOT_PARAMS and not name.startswith("litellm_")
+        if name not in REQUEST_KEYS_NOT_PARAMS and not name.startswith(("litellm_", "_litellm_"))
     ]
     return sorted(name for name in requested if name not in sent)
 
@@ -150,14 +158,17 @@ class MeteringHandler(CustomLogger):
         meter = _meter_of(user_api_key_dict.metadata)
         if meter is None:
             raise HTTPException(status_code=401, detail="rexmle gateway: unknown run token")
-        model = data.get("model")
-        if not isinstance(model, str) or model not in PRICES:
-            shown = metering.clip(str(model), 80)
+        protocol = native.request_protocol(data)
+        model = native.served_alias(data.get("model"), protocol, PRICES.keys(), NATIVE_NAMES)
+        if model is None:
+            shown = metering.clip(str(data.get("model")), 80)
             served = ", ".join(sorted(PRICES))
             _refuse(
                 meter, data, 400, f"rexmle gateway: model {shown!r} is not served; use {served}"
             )
-        estimate = metering.estimate_usd(PRICES[model], data, meter.entry.reserve_output_tokens)
+        data["model"] = model
+        view = native.estimate_view(data)
+        estimate = metering.estimate_usd(PRICES[model], view, meter.entry.reserve_output_tokens)
         deadline = time.monotonic() + HOLD_MAX_S
         while True:
             try:

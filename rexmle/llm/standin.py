@@ -11,6 +11,9 @@ Endpoints (each also without the ``/v1`` prefix):
   only when ``stream_options.include_usage`` is set, as OpenAI does) and not;
 - ``POST /v1/responses``: the OpenAI Responses API, streamed (typed SSE events) and not;
 - ``POST /v1/messages``: Anthropic messages, streamed (typed SSE events) and not;
+- ``POST /v1beta/models/<model>:generateContent`` and ``:streamGenerateContent``: the Gemini
+  API, streamed as SSE with ``?alt=sse`` (as google-genai asks) or else as one JSON array of
+  chunks (Gemini's default); its key in ``x-goog-api-key`` or ``?key=``;
 - ``POST /v1/embeddings``: deterministic 8-dimensional vectors (a hash of the text);
 - ``GET /v1/models``: the models requested so far.
 
@@ -34,9 +37,11 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import re
 import signal
 import threading
 import time
+import urllib.parse
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -115,7 +120,9 @@ def _words(value: Any) -> int:
     if isinstance(value, str):
         return len(value.split())
     if isinstance(value, dict):
-        return sum(_words(v) for k, v in value.items() if k in ("content", "text", "input"))
+        return sum(
+            _words(v) for k, v in value.items() if k in ("content", "text", "input", "parts")
+        )
     if isinstance(value, list):
         return sum(_words(v) for v in value)
     return 0
@@ -124,7 +131,10 @@ def _words(value: Any) -> int:
 def request_words(body: dict[str, Any]) -> int:
     """Input tokens of a request as the stand-in counts them (words of its message texts)."""
     system = body.get("system", "")
-    return _words(body.get("messages", [])) + _words(body.get("input", "")) + _words(system)
+    gemini = _words(body.get("contents", [])) + _words(body.get("systemInstruction", {}))
+    return (
+        _words(body.get("messages", [])) + _words(body.get("input", "")) + _words(system) + gemini
+    )
 
 
 @dataclass(frozen=True)
@@ -388,6 +398,66 @@ class _Messages(_Api):
         yield "message_stop", {"type": "message_stop"}
 
 
+class _Gemini(_Api):
+    """Gemini ``generateContent``: ``promptTokenCount`` counts the cached tokens,
+    ``candidatesTokenCount`` leaves out the thoughts (``thoughtsTokenCount``).
+    """
+
+    def __init__(self, reply: Reply, body: dict[str, Any], ids: Iterator[int], model: str) -> None:
+        super().__init__(reply, body, ids)
+        self.model = model
+
+    def _usage_body(self) -> dict[str, Any]:
+        u = self.usage
+        usage = {
+            "promptTokenCount": u.input,
+            "candidatesTokenCount": u.output - u.reasoning,
+            "totalTokenCount": u.input + u.output,
+        }
+        if u.cached:
+            usage["cachedContentTokenCount"] = u.cached
+        if u.reasoning:
+            usage["thoughtsTokenCount"] = u.reasoning
+        return usage
+
+    def _chunk(self, parts: list[dict[str, Any]], finish: str | None) -> dict[str, Any]:
+        candidate: dict[str, Any] = {"content": {"role": "model", "parts": parts}, "index": 0}
+        if finish is not None:
+            candidate["finishReason"] = finish
+        return {
+            "candidates": [candidate],
+            "usageMetadata": self._usage_body(),
+            "modelVersion": self.model,
+            "responseId": f"gemini-{self.n}",
+        }
+
+    def _call_parts(self) -> list[dict[str, Any]]:
+        return [
+            {"functionCall": {"name": name, "args": json.loads(args)}}
+            for _, name, args in self.calls
+        ]
+
+    def body_json(self) -> dict[str, Any]:
+        parts = [{"text": self.reply.text}] if self.reply.text else []
+        return self._chunk(parts + self._call_parts(), "STOP")
+
+    def events(self) -> Iterator[tuple[str | None, Any]]:
+        pieces = _pieces(self.reply.text) or [""]
+        for index, piece in enumerate(pieces):
+            last = index == len(pieces) - 1 and not self.calls
+            yield None, self._chunk([{"text": piece}], "STOP" if last else None)
+        if self.calls:
+            yield None, self._chunk(self._call_parts(), "STOP")
+
+
+GEMINI_ROUTE = re.compile(
+    r"^/v1beta/models/(?P<model>[^/:]+):(?P<verb>generateContent|streamGenerateContent)$"
+)
+"""A Gemini API path (after the query string is cut off)."""
+GEMINI_STATUS = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED",
+                 404: "NOT_FOUND", 429: "RESOURCE_EXHAUSTED", 500: "INTERNAL"}  # fmt: skip
+
+
 APIS: dict[str, type[_Chat] | type[_Responses] | type[_Messages]] = {
     "/chat/completions": _Chat,
     "/responses": _Responses,
@@ -396,11 +466,20 @@ APIS: dict[str, type[_Chat] | type[_Responses] | type[_Messages]] = {
 
 
 def _error_body(path: str, status: int, message: str) -> dict[str, Any]:
+    if GEMINI_ROUTE.match(path):
+        state = GEMINI_STATUS.get(status, "INTERNAL" if status >= 500 else "FAILED_PRECONDITION")
+        return {"error": {"code": status, "message": message, "status": state}}
     if path == "/messages":
         kind = {401: "authentication_error", 429: "rate_limit_error"}.get(status, "api_error")
         return {"type": "error", "error": {"type": kind, "message": message}}
     kind = {401: "invalid_request_error", 429: "rate_limit_exceeded"}.get(status, "server_error")
     return {"error": {"message": message, "type": kind, "param": None, "code": str(status)}}
+
+
+def _route_of(path: str) -> str:
+    """A request path without its query string, trailing slash and ``/v1`` prefix."""
+    route = path.split("?", 1)[0].rstrip("/")
+    return route[3:] if route == "/v1" or route.startswith("/v1/") else route
 
 
 def embedding(text: str) -> list[float]:
@@ -428,8 +507,10 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def _route(self) -> str:
-        path = self.path.split("?", 1)[0].rstrip("/")
-        return path.removeprefix("/v1")
+        return _route_of(self.path)
+
+    def _query(self) -> dict[str, list[str]]:
+        return urllib.parse.parse_qs(self.path.partition("?")[2])
 
     def do_GET(self) -> None:
         upstream = self.server.owner
@@ -458,14 +539,16 @@ class _Handler(BaseHTTPRequestHandler):
         if not isinstance(body, dict):
             self._send_json(400, _error_body(route, 400, "the body is not a JSON object"))
             return
-        if not upstream.accepts(recorded.headers):
+        key = self._query().get("key", [""])[0]
+        if not upstream.accepts({**recorded.headers, **({"x-goog-api-key": key} if key else {})}):
             self._send_json(401, _error_body(route, 401, "invalid API key"))
             return
         if route == "/embeddings":
             self._embeddings(body)
             return
+        gemini = GEMINI_ROUTE.match(route)
         api = APIS.get(route)
-        if api is None:
+        if api is None and gemini is None:
             self._send_json(404, _error_body(route, 404, f"no route {self.path}"))
             return
         reply = upstream.next_reply(recorded)
@@ -477,11 +560,23 @@ class _Handler(BaseHTTPRequestHandler):
         if reply.status != 200:
             self._send_json(reply.status, _error_body(route, reply.status, reply.error))
             return
+        if api is None:
+            assert gemini is not None  # checked above: one of the two matched
+            self._gemini(_Gemini(reply, body, upstream.ids, gemini["model"]), gemini["verb"])
+            return
         answer = api(reply, body, upstream.ids)
         if body.get("stream"):
             self._stream(answer.events())
         else:
             self._send_json(200, answer.body_json())
+
+    def _gemini(self, answer: _Gemini, verb: str) -> None:
+        if verb == "generateContent":
+            self._send_json(200, answer.body_json())
+        elif self._query().get("alt") == ["sse"]:
+            self._stream(answer.events())
+        else:
+            self._send_json(200, [chunk for _, chunk in answer.events()])
 
     def _embeddings(self, body: dict[str, Any]) -> None:
         texts = body.get("input", [])
@@ -598,15 +693,18 @@ class ScriptedUpstream:
                 r
                 for r in self.requests
                 if r.method == "POST"
-                and r.path.split("?", 1)[0].rstrip("/").removeprefix("/v1") in APIS
+                and (_route_of(r.path) in APIS or GEMINI_ROUTE.match(_route_of(r.path)))
             ]
 
     def accepts(self, headers: dict[str, str]) -> bool:
-        """Whether a request with ``headers`` carries an accepted key (always, without keys)."""
+        """Whether a request with ``headers`` carries an accepted key (always, without keys):
+        ``Authorization: Bearer``, ``x-api-key`` or ``x-goog-api-key``.
+        """
         if self.api_keys is None:
             return True
         bearer = headers.get("authorization", "").removeprefix("Bearer ").strip()
-        return bearer in self.api_keys or headers.get("x-api-key", "") in self.api_keys
+        given = {bearer, headers.get("x-api-key", ""), headers.get("x-goog-api-key", "")}
+        return bool(given & self.api_keys)
 
     def next_reply(self, request: RecordedRequest) -> Reply:
         """The queued reply, else the responder's, else the default."""

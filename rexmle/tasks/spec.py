@@ -13,6 +13,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from rexmle.split import split_sizes
+
 TaskType = Literal[
     "segmentation",
     "detection",
@@ -131,9 +133,48 @@ class SplitSpec(_Strict):
     """The shuffle seed (None: the split has no randomness, e.g. official sets)."""
     test_fraction: float | None = Field(default=0.2, gt=0, lt=1)
     """Fraction of cases in the test set (None: the split is not a fraction)."""
-    expected_train: int | None = None
-    """Train cases on the real data (prepare fails on a mismatch unless mini)."""
-    expected_test: int | None = None
+    expected_cases: int | None = Field(default=None, ge=2)
+    """Fraction splits: the cases the real data holds, all groups (folders, organs, modalities)
+    together. The train/test sizes follow from it by the rule (:meth:`expected_sizes`), so a
+    corrected count is this one line. Prepare fails on a mismatch unless mini."""
+    expected_train: int | None = Field(default=None, ge=1)
+    """Official sets only (``test_fraction`` null): the cases of the official training set."""
+    expected_test: int | None = Field(default=None, ge=1)
+    """Official sets only: the cases of the official test set (its own source, its own line)."""
+
+    @model_validator(mode="after")
+    def _counts_fit_the_rule(self) -> SplitSpec:
+        if self.test_fraction is not None and (
+            self.expected_train is not None or self.expected_test is not None
+        ):
+            msg = (
+                "a split with a test_fraction declares its total as 'expected_cases'; the "
+                "train/test sizes follow from the rule (expected_train/expected_test are for "
+                "official sets, test_fraction: null)"
+            )
+            raise ValueError(msg)
+        if self.test_fraction is None and self.expected_cases is not None:
+            msg = (
+                "'expected_cases' needs a test_fraction to derive train/test from; official "
+                "sets declare expected_train and expected_test"
+            )
+            raise ValueError(msg)
+        return self
+
+    def expected_sizes(self) -> tuple[int, int] | None:
+        """The (train, test) sizes the declaration expects on the real data, None if undeclared.
+
+        Fraction splits: :func:`rexmle.split.split_sizes` of ``expected_cases`` (test =
+        ``ceil(test_fraction * expected_cases)``, train = the rest). Official sets:
+        ``(expected_train, expected_test)`` when both are declared.
+        """
+        if self.test_fraction is not None:
+            if self.expected_cases is None:
+                return None
+            return split_sizes(self.expected_cases, self.test_fraction)
+        if self.expected_train is None or self.expected_test is None:
+            return None
+        return self.expected_train, self.expected_test
 
 
 FileFormat = Literal["any", "label-volume"]

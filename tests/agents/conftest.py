@@ -1,4 +1,6 @@
-"""Fixtures for the agent tests: a tiny agent environment locked to a local wheel."""
+"""Fixtures for the agent tests: a tiny agent environment locked to a local wheel, a task
+workspace for the adapters.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +14,28 @@ from pathlib import Path
 import pytest
 
 from rexmle.agents import environments
-from rexmle.runner.workspace import remove_tree
+from rexmle.runner.workspace import Workspace, build_workspace, remove_tree
+
+VALIDATION_URL = "http://127.0.0.1:4321/validate"
+"""The validation URL the adapters' workspaces name (nothing listens there)."""
+
+
+@pytest.fixture
+def workspace(prepared_mini, tmp_path: Path) -> Workspace:
+    """The workspace of an isles22 mini run, as an adapter sees it."""
+    dirs = prepared_mini("isles22")
+    return build_workspace(
+        tmp_path / "ws",
+        task_id="isles22",
+        public_dir=dirs.public,
+        time_limit_s=43200,
+        validation={
+            "url": VALIDATION_URL,
+            "max_upload_bytes": 10**8,
+            "max_requests_per_minute": 30,
+        },
+        data_mode="copy",
+    )
 
 
 def _wheel(folder: Path, name: str, version: str, module_source: str) -> Path:

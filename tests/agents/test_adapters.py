@@ -21,6 +21,7 @@ from rexmle.agents.registry import load_agent
 from rexmle.errors import SpecError
 from rexmle.runner.validation_server import ValidationServer
 from rexmle.runner.workspace import Workspace, agent_env, build_workspace
+from tests.agents.conftest import VALIDATION_URL
 
 GATEWAY = {"REXMLE_LLM_BASE_URL": "http://127.0.0.1:4000", "REXMLE_LLM_TOKEN": "rx-token-123"}
 HOST_SECRETS = {
@@ -29,25 +30,7 @@ HOST_SECRETS = {
     "GEMINI_API_KEY": "host-gemini-secret",
     "AZURE_OPENAI_API_KEY": "host-azure-secret",
 }
-VALIDATION_URL = "http://127.0.0.1:4321/validate"
 BIN = Path(sys.executable).parent
-
-
-@pytest.fixture
-def workspace(prepared_mini, tmp_path: Path) -> Workspace:
-    dirs = prepared_mini("isles22")
-    return build_workspace(
-        tmp_path / "ws",
-        task_id="isles22",
-        public_dir=dirs.public,
-        time_limit_s=43200,
-        validation={
-            "url": VALIDATION_URL,
-            "max_upload_bytes": 10**8,
-            "max_requests_per_minute": 30,
-        },
-        data_mode="copy",
-    )
 
 
 def fake_env(tmp_path: Path, name: str, *, with_source: bool = False) -> AgentEnv:

@@ -3,9 +3,9 @@
 The whole path runs as a user would meet it, in a copy of the package (never the repository):
 ``rexmle prepare usenhance --from DIR`` with the source saved under another name, recognised by
 the members it holds; the count check then stops with the pairs found per organ folder and the
-two lines of the declaration to set. Those lines, and nothing else, are changed in the copy's
-YAML; the next prepare passes and its split is exactly what the declared rule gives on the
-pairs found, computed here independently.
+one line of the declaration to set, by file and line number. That line, and nothing else, is
+changed in the copy's YAML; the next prepare passes and its split is exactly what the declared
+rule gives on the pairs found, computed here independently.
 """
 
 from __future__ import annotations
@@ -69,27 +69,16 @@ def test_a_count_mismatch_is_corrected_in_the_declaration_and_the_split_follows_
     assert "train_dataset (2).zip, recognised by content: it holds 'train_datasets/" in said
     per_organ = ", ".join(f"train_datasets/{organ} 4" for organ in ORGANS)
     assert f"cases found: {per_organ} (total 20)" in said
-    assert "the declaration expects 1200 / 300" in said
-    assert YAML in said
-    wanted = re.search(r"'expected_train: (\d+)' and 'expected_test: (\d+)'", said)
+    assert "the declaration expects 1500 (1200 / 300)" in said
+    wanted = re.search(rf"the one line {re.escape(YAML)}:(\d+) to 'expected_cases: (\d+)'", said)
     assert wanted is not None, said
     assert not (data / TASK / "prepared.json").exists()
 
     declaration = root / YAML
     before = declaration.read_text(encoding="utf-8").splitlines()
-    after = [
-        re.sub(r"^(\s*)expected_train: \d+$", rf"\g<1>expected_train: {wanted[1]}", line)
-        for line in before
-    ]
-    after = [
-        re.sub(r"^(\s*)expected_test: \d+$", rf"\g<1>expected_test: {wanted[2]}", line)
-        for line in after
-    ]
-    changed = [(old, new) for old, new in zip(before, after, strict=True) if old != new]
-    assert [new.strip() for _, new in changed] == [
-        f"expected_train: {wanted[1]}",
-        f"expected_test: {wanted[2]}",
-    ]
+    number, total = int(wanted[1]), int(wanted[2])
+    assert before[number - 1] == "  expected_cases: 1500"  # the named line is the declared count
+    after = [*before[: number - 1], f"  expected_cases: {total}", *before[number:]]
     declaration.write_text("\n".join(after) + "\n", encoding="utf-8")
 
     second = _cli(root, tmp_path, *args)
@@ -103,7 +92,7 @@ def test_a_count_mismatch_is_corrected_in_the_declaration_and_the_split_follows_
         sort_keys=False,
     )
     assert (manifest["split"]["train"], manifest["split"]["test"]) == (rule.train, rule.test)
-    assert (len(rule.train), len(rule.test)) == (int(wanted[1]), int(wanted[2]))
+    assert len(rule.train) + len(rule.test) == total == 20
     assert manifest["found"] == {f"train_datasets/{organ}": 4 for organ in ORGANS}
     sources = json.loads((data / TASK / "raw" / ".rexmle-sources.json").read_text("utf-8"))
     (taken,) = sources["files"]

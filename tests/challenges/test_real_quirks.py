@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -102,7 +103,8 @@ def test_puma_yaml_and_description_state_the_choice() -> None:
         task = load_task(task_id)
         assert set(task.spec.params["excluded_cases"]) == {PUMA_OUT}
         assert PUMA_OUT in task.description()
-        assert (task.spec.split.expected_train, task.spec.split.expected_test) == (164, 41)
+        assert task.spec.split.expected_cases == 205
+        assert task.spec.split.expected_sizes() == (164, 41)
 
 
 def test_topbrain_ignores_the_derived_label_folders(tmp_path: Path) -> None:
@@ -188,20 +190,30 @@ def test_a_count_mismatch_names_the_folder_counts_and_the_declaration(
     split = _prepare(task_id, tmp_path, quirks=False)
     with pytest.raises(DataError) as caught:
         check_declared_counts(spec, split)
-    message = str(caught.value)
+    message = " ".join(str(caught.value).split())
     assert found in message
-    assert f"rexmle/challenges/{spec.family}/{task_id}.yaml" in message
-    assert f"'expected_train: {len(split.train)}'" in message
-    assert f"'expected_test: {len(split.test)}'" in message
-    assert f"{spec.split.expected_train} / {spec.split.expected_test}" in message
-    corrected = spec.model_copy(
-        update={
-            "split": spec.split.model_copy(
-                update={"expected_train": len(split.train), "expected_test": len(split.test)}
-            )
-        }
-    )
-    check_declared_counts(corrected, split)  # the one-line correction is all it takes
+    expected = spec.split.expected_sizes()
+    assert expected is not None
+    if spec.split.test_fraction is None:
+        assert f"expects {expected[0]} / {expected[1]}" in message
+    else:
+        assert f"expects {spec.split.expected_cases} ({expected[0]} / {expected[1]})" in message
+    file = f"rexmle/challenges/{spec.family}/{task_id}.yaml"
+    named = re.findall(rf"{re.escape(file)}:(\d+) to '(\w+): (\d+)'", message)
+    lines = (Path(__file__).parents[2] / file).read_text(encoding="utf-8").splitlines()
+    for number, key, _ in named:
+        assert lines[int(number) - 1].strip().startswith(f"{key}:"), (number, key)
+    total = len(split.train) + len(split.test)
+    if spec.split.test_fraction is None:  # official sets: one line per set that differs
+        assert [(k, int(n)) for _, k, n in named] == [
+            ("expected_train", len(split.train)),
+            ("expected_test", len(split.test)),
+        ]
+    else:
+        assert [(k, int(n)) for _, k, n in named] == [("expected_cases", total)]
+    update = {key: int(n) for _, key, n in named}
+    corrected = spec.model_copy(update={"split": spec.split.model_copy(update=update)})
+    check_declared_counts(corrected, split)  # the named lines are all it takes
 
 
 def test_rexmle_prepare_prints_the_puma_choice(tmp_path: Path) -> None:

@@ -194,3 +194,65 @@ def test_script_file_round_trip(tmp_path):
     path.write_text("{}")
     with pytest.raises(ValueError, match="expected a JSON list"):
         load_script(path)
+
+
+GEMINI = {"contents": [{"role": "user", "parts": [{"text": "one two three"}]}]}
+
+
+def test_gemini_generate_content_reports_thoughts_and_cache_apart():
+    reply = Reply(text="hallo", input_tokens=30, cached_tokens=20, output_tokens=9,
+                  reasoning_tokens=4)  # fmt: skip
+    call = ToolCall("submit_review", {"is_bug": True})
+    with ScriptedUpstream([reply, Reply(tool_calls=(call,))]) as up:
+        status, raw = post(up, "/v1beta/models/gemini-3-pro-preview:generateContent", GEMINI)
+        _, tool = post(up, "/v1beta/models/gemini-3-pro-preview:generateContent", GEMINI)
+    answer = json.loads(raw)
+    assert status == 200
+    assert answer["candidates"][0]["content"] == {"role": "model", "parts": [{"text": "hallo"}]}
+    assert answer["usageMetadata"] == {
+        "promptTokenCount": 30,  # cached included
+        "cachedContentTokenCount": 20,
+        "candidatesTokenCount": 5,  # 9 - 4 thoughts
+        "thoughtsTokenCount": 4,
+        "totalTokenCount": 39,
+    }
+    assert answer["modelVersion"] == "gemini-3-pro-preview"
+    parts = json.loads(tool)["candidates"][0]["content"]["parts"]
+    assert parts == [{"functionCall": {"name": "submit_review", "args": {"is_bug": True}}}]
+    assert json.loads(tool)["usageMetadata"]["promptTokenCount"] == 3  # words of contents
+
+
+def test_gemini_streams_sse_with_alt_sse_and_a_json_array_without():
+    reply = Reply(text="streamed gemini answer", input_tokens=5, output_tokens=3)
+    path = "/v1beta/models/gemini-3-pro-preview:streamGenerateContent"
+    with ScriptedUpstream([reply, reply]) as up:
+        _, sse_raw = post(up, path + "?alt=sse", GEMINI)
+        _, array_raw = post(up, path, GEMINI)
+    events = sse(sse_raw)
+    assert all(name is None for name, _ in events)
+    chunks = [data for _, data in events]
+    array = json.loads(array_raw)
+    assert [c["responseId"] for c in array] == ["gemini-2"] * len(chunks)  # the second call
+    assert [{**c, "responseId": "gemini-1"} for c in array] == chunks
+    text = "".join(c["candidates"][0]["content"]["parts"][0]["text"] for c in chunks)
+    assert text == "streamed gemini answer"
+    assert chunks[-1]["candidates"][0]["finishReason"] == "STOP"
+    assert "finishReason" not in chunks[0]["candidates"][0]
+    assert chunks[-1]["usageMetadata"]["candidatesTokenCount"] == 3
+
+
+def test_gemini_keys_errors_and_unknown_verbs():
+    with ScriptedUpstream([Reply(status=429, error="quota")], api_keys={"g-key"}) as up:
+        path = "/v1beta/models/gemini-3-pro-preview:generateContent"
+        refused = post(up, path, GEMINI, **{"x-goog-api-key": "wrong"})
+        limited = post(up, path + "?key=g-key", GEMINI)
+        unknown = post(up, "/v1beta/models/gemini-3-pro-preview:countTokens", GEMINI,
+                       **{"x-goog-api-key": "g-key"})  # fmt: skip
+    assert refused[0] == 401
+    assert json.loads(refused[1])["error"]["status"] == "UNAUTHENTICATED"
+    assert limited[0] == 429
+    assert json.loads(limited[1]) == {
+        "error": {"code": 429, "message": "quota", "status": "RESOURCE_EXHAUSTED"}
+    }
+    assert unknown[0] == 404
+    assert [r.path for r in up.completion_requests()] == [path, path + "?key=g-key"]

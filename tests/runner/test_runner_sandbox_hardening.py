@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import base64
+import errno
 import json
 import os
+import shlex
 import socket
 import subprocess
 import sys
@@ -287,13 +289,19 @@ def test_no_host_path_of_data_runs_or_checkout_in_argv_or_environment(run_agent,
     assert record.status == "completed"
 
 
-def test_command_agents_cannot_import_the_harness(run_agent, isles22_dirs):
-    command = (
-        f"{sys.executable} -c 'import rexmle.preparation' 2>/dev/null && echo imported "
-        f"|| echo absent; {COPY_SAMPLE}"
+def test_command_agents_see_the_harness_read_only(run_agent, isles22_dirs):
+    # data/score.py runs the grader's metric code from the package: it is shown, never writable
+    probe = (
+        "import pathlib, rexmle.preparation; "
+        "target = pathlib.Path(rexmle.__file__).parent / 'planted.py'\n"
+        "try:\n    target.write_text('x')\nexcept OSError as e:\n    print('readonly', e.errno)\n"
+        "else:\n    print('written')"
     )
+    command = f"{sys.executable} -c {shlex.quote(probe)}; {COPY_SAMPLE}"
     record, folder = run_agent(command, dirs=isles22_dirs, sandbox=BwrapSandbox())
-    assert (folder / "agent.stdout.log").read_text().strip() == "absent"
+    out = (folder / "agent.stdout.log").read_text().split()
+    assert out[:1] == ["readonly"], out
+    assert int(out[1]) in (errno.EROFS, errno.EACCES, errno.EPERM)
     assert record.status == "completed"
 
 

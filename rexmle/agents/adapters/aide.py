@@ -7,6 +7,10 @@ Run inside AIDE's environment: ``python aide.py CONFIG.json`` (see ``adapter_run
 - Models: the gateway's neutral aliases ``gw/<model>``: AIDE sends any name that is not
   ``gpt-*``, ``o<digit>*``, ``claude-*`` or ``gemini-*`` as chat completions to
   ``OPENAI_BASE_URL`` (the gateway's ``/v1``), instead of its hard-coded provider URLs.
+- Under ``llm_route: native`` (:mod:`native_llm`) a ``claude-*`` model goes by its bare name
+  through AIDE's Anthropic back-end (``ANTHROPIC_BASE_URL`` = the gateway, its Messages route)
+  and a ``gemini-*`` model through AIDE's Gemini back-end, whose hard-coded Google URL
+  :mod:`aide_gemini` replaces with the gateway's Gemini OpenAI-compatible route.
 - ``generate_report=False`` (the report step crashes on the chat-completions path) and
   ``copy_data=False`` (links to the read-only data). AIDE has no time-limit key: the harness's
   wall clock is its time budget.
@@ -30,12 +34,14 @@ from pathlib import Path
 
 if __package__:
     from rexmle.agents.adapters import adapter_runtime as runtime
+    from rexmle.agents.adapters import native_llm
 else:  # run as a script inside the agent's environment
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import adapter_runtime as runtime  # type: ignore[no-redef]
+    import native_llm  # type: ignore[no-redef]
 
 EXP_NAME = "exp"
-ALIAS_PREFIX = "gw/"
+GEMINI_LAUNCHER = Path(__file__).resolve().parent / "aide_gemini.py"
 
 
 def build(config: dict[str, object], environ: dict[str, str]) -> runtime.Launch:
@@ -45,8 +51,14 @@ def build(config: dict[str, object], environ: dict[str, str]) -> runtime.Launch:
     desc_file = work / "full_instructions.md"
     models = dict(config["models"])  # type: ignore[call-overload]
     temperatures = dict(config.get("temperatures") or {})  # type: ignore[call-overload]
+    route = native_llm.llm_route(config)
+    backends = {native_llm.native_backend(str(models[role]), route) for role in models}
+    if "gemini" in backends:
+        program = [sys.executable, str(GEMINI_LAUNCHER)]
+    else:
+        program = [str(Path(sys.executable).parent / "aide")]
     argv = [
-        str(Path(sys.executable).parent / "aide"),
+        *program,
         f"data_dir={config['data_dir']}",
         f"desc_file={desc_file}",
         f"exp_name={EXP_NAME}",
@@ -60,12 +72,16 @@ def build(config: dict[str, object], environ: dict[str, str]) -> runtime.Launch:
     if config.get("step_timeout_s") is not None:
         argv.append(f"exec.timeout={int(float(str(config['step_timeout_s'])))}")
     for role in ("code", "feedback"):
-        argv.append(f"agent.{role}.model={ALIAS_PREFIX}{models[role]}")
+        argv.append(f"agent.{role}.model={native_llm.model_name(str(models[role]), route)}")
         if role in temperatures:
             argv.append(f"agent.{role}.temp={temperatures[role]:g}")
     for key, value in dict(config.get("options") or {}).items():  # type: ignore[call-overload]
         argv.append(f"{key}={value}")
     env = {"OPENAI_BASE_URL": f"{base_url}/v1", "OPENAI_API_KEY": token}
+    if "anthropic" in backends:
+        env.update(ANTHROPIC_BASE_URL=base_url, ANTHROPIC_API_KEY=token)
+    if "gemini" in backends:
+        env.update(REXMLE_GEMINI_OPENAI_BASE_URL=f"{base_url}/v1beta/openai/", GEMINI_API_KEY=token)
     notes = runtime.compose_prompt(config, "aide")
     if not config.get("study_texts"):
         notes += (

@@ -9,6 +9,12 @@ Its source (the pinned commit of the paper authors' fork) lies read-only in the 
 - Models: ``gw/<model>`` aliases with ``agent.<role>.base_url`` = the gateway's ``/v1`` and
   ``agent.<role>.api_key`` = the run's token: that is ML-Master's OpenAI-compatible path (a
   ``claude*`` or ``gemini*`` name would take its provider SDKs and their own endpoints).
+- Under ``llm_route: native`` (:mod:`native_llm`) a ``claude-*`` model goes by its bare name
+  through ML-Master's Anthropic SDK with ``agent.<role>.base_url`` = the gateway's root (the SDK
+  appends ``/v1/messages``), and a ``gemini-*`` model through its google-genai client, which
+  reads ``GOOGLE_GEMINI_BASE_URL`` = the gateway's root (ML-Master itself writes the base URL
+  to ``GOOGLE_API_BASE_URL``, which the SDK never reads). ML-Master's Anthropic and Gemini
+  back-ends for the feedback model read the ``feedback`` role's URL and key for both roles.
 - Never ``start.sh``: it sets ``CUDA_VISIBLE_DEVICES`` from ``ML_MASTER_GPU_INDEX``; the
   adapter keeps the harness's value.
 - Validation: ML-Master sends ``submission_<node>.csv`` alone (multipart ``POST /validate``,
@@ -42,15 +48,16 @@ from pathlib import Path
 
 if __package__:
     from rexmle.agents.adapters import adapter_runtime as runtime
+    from rexmle.agents.adapters import native_llm
 else:  # run as a script inside the agent's environment
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import adapter_runtime as runtime  # type: ignore[no-redef]
+    import native_llm  # type: ignore[no-redef]
 
 STUDY_VALIDATE_PORT = runtime.STUDY_VALIDATE_PORT
 """Under the study's texts the forwarder listens where ML-Master's prompt files say
 (``localhost:5001``) when the port is free (inside bwrap it always is)."""
 EXP_NAME = "rexmle"
-ALIAS_PREFIX = "gw/"
 
 
 def build(config: dict[str, object], environ: dict[str, str]) -> runtime.Launch:
@@ -83,10 +90,14 @@ def build(config: dict[str, object], environ: dict[str, str]) -> runtime.Launch:
         argv.append(f"agent.steps={config['steps']}")
     if config.get("step_timeout_s") is not None:
         argv.append(f"exec.timeout={int(float(str(config['step_timeout_s'])))}")
+    route = native_llm.llm_route(config)
+    backends: set[str] = set()
     for role in ("code", "feedback"):
+        backend = native_llm.native_backend(str(models[role]), route)
+        backends.add(backend or "openai")
         argv += [
-            f"agent.{role}.model={ALIAS_PREFIX}{models[role]}",
-            f"agent.{role}.base_url={base_url}/v1",
+            f"agent.{role}.model={native_llm.model_name(str(models[role]), route)}",
+            f"agent.{role}.base_url={base_url if backend else base_url + '/v1'}",
             f"agent.{role}.api_key={token}",
         ]
         if role in temperatures:
@@ -99,6 +110,8 @@ def build(config: dict[str, object], environ: dict[str, str]) -> runtime.Launch:
         "OPENAI_BASE_URL": f"{base_url}/v1",
         "OPENAI_API_KEY": token,
     }
+    if "gemini" in backends:
+        env["GOOGLE_GEMINI_BASE_URL"] = base_url
     notes = runtime.compose_prompt(config, "ml-master")
     return runtime.Launch(argv=argv, env=env, cwd=work, files={desc_file: notes})
 
