@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import COPY_SAMPLE, needs_bwrap
+from runner_support import COPY_SAMPLE, needs_bwrap
 
 from rexmle.agents.registry import load_agent
 from rexmle.errors import SpecError
