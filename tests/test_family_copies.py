@@ -38,6 +38,9 @@ def test_a_renamed_copy_of_the_family_works_without_its_original(
     shutil.copytree(challenges / family, copy)
     shutil.rmtree(challenges / family)
     for path in sorted(copy.glob("*.yaml")):
+        if path.name == "solutions.yaml":  # write-ups name the original's tasks: optional
+            path.unlink()
+            continue
         spec = yaml.safe_load(path.read_text(encoding="utf-8"))
         old_id = spec["id"]
         spec.update(id=f"copy-{old_id}", family=copy.name)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from runner_support import COPY_SAMPLE
 from typer.testing import CliRunner, Result
 
 from rexmle.cli import app
@@ -154,8 +155,6 @@ def test_experiment_file_errors_are_plain_words_with_field_and_line(tmp_path: Pa
 def test_a_run_folder_of_another_config_names_what_differs_and_the_ways_out(
     isles22_dirs, tmp_path: Path
 ) -> None:
-    from conftest import COPY_SAMPLE  # type: ignore[attr-defined]
-
     runs = tmp_path / "runs"
     args = [
         "run", "--agent", "command", "--agent-cmd", COPY_SAMPLE, "--agent-name", "mine",
