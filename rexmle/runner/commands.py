@@ -591,13 +591,17 @@ def demo(
     from rich import box
     from rich.table import Table
 
-    table = Table(title="ReX-MLE demo: baseline agent on the mini suite", box=box.SIMPLE_HEAD)
+    table = Table(
+        title="ReX-MLE demo: baseline agent on the mini suite",
+        caption="sample sub.: the headline value the task's sample submission scores",
+        box=box.SIMPLE_HEAD,
+    )
     width = max((len(row.task) for row in result.rows), default=4)
     table.add_column("task", no_wrap=True, min_width=width)
     table.add_column("headline metric", no_wrap=True)
     table.add_column("value", justify="right")
     table.add_column("percentile", justify="right")
-    table.add_column("sample", justify="right")
+    table.add_column("sample sub.", justify="right")
     table.add_column("status", no_wrap=True)
     for row in result.rows:
         arrow = "↑" if row.higher_is_better else "↓"

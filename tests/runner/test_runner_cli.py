@@ -130,6 +130,7 @@ def test_demo_on_isles22(tmp_path: Path):
     assert done.returncode == 0, done.stderr
     assert "isles22" in done.stdout
     assert "dice" in done.stdout
+    assert "sample sub.: the headline value the task's sample submission scores" in done.stdout
     rows = json.loads((tmp_path / "demo" / "demo.json").read_text())
     assert len(rows) == 1
     row = rows[0]
