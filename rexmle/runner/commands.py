@@ -350,7 +350,10 @@ def run(
     ] = False,
     experiment: Annotated[
         str | None,
-        typer.Option("--experiment", help="Experiment file (YAML) or preset (paper-grid)."),
+        typer.Option(
+            "--experiment",
+            help="Experiment file (YAML) or a shipped preset: paper-grid, paper-grid-3day.",
+        ),
     ] = None,
     condition: Annotated[
         str | None,
