@@ -451,7 +451,11 @@ def rank(
             if key not in board.directions:
                 msg = f"{key!r} is not a leaderboard metric of {task}; metrics: {board.metrics}"
                 raise ValueError(msg)
-            metrics[key] = float(text)
+            try:
+                metrics[key] = float(text)
+            except ValueError:
+                msg = f"{item!r}: {key} must be a number, got {text!r}"
+                raise ValueError(msg) from None
         ranking = board.rank(metrics)
     except (RexmleError, ValueError) as error:
         raise _fail(error) from error

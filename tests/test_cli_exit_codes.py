@@ -54,3 +54,7 @@ def test_cli_rank_audits_published_numbers() -> None:
     unknown = _cli("rank", TASK, "hd95=1")
     assert unknown.returncode == 2
     assert "not a leaderboard metric" in unknown.stderr
+    not_a_number = _cli("rank", TASK, "dice=0,7", "lesion_f1=0", "lesion_count_diff=1",
+                        "abs_volume_diff=1")  # fmt: skip
+    assert not_a_number.returncode == 2
+    assert "'dice=0,7': dice must be a number, got '0,7'" in not_a_number.stderr
