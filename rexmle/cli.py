@@ -137,7 +137,7 @@ def list_tasks(data_dir: DataDirOption = None, as_json: JsonFlag = False) -> Non
 
 @app.command("info")
 def info(task: TaskArgument, data_dir: DataDirOption = None, as_json: JsonFlag = False) -> None:
-    """Show a task's spec, sources, metrics, leaderboard size and preparation state."""
+    """Show a task's spec, sources, metrics, leaderboard, winning-solution write-up, data state."""
     from rexmle.sources.published import published_for
     from rexmle.tasks.definitions import ERRATA_DOC
     from rexmle.tasks.folders import read_prepared, task_dirs
@@ -229,12 +229,21 @@ def info(task: TaskArgument, data_dir: DataDirOption = None, as_json: JsonFlag =
 
 
 def _print_writeup(family: str, writeup: SolutionWriteup | None) -> None:
-    """The winning-solution lines of ``rexmle info``: team, score and every source."""
+    """The winning-solution lines of ``rexmle info``: team, score, the write-up's method and
+    details, what is not established, and every source.
+    """
+    from rexmle.tasks.solutions import DETAIL_FIELDS
+
     if writeup is None:
         out.print(f"winning solution: none written (rexmle/challenges/{family}/solutions.yaml)")
         return
     rank = f", rank {writeup.rank}" if writeup.rank is not None else ""
     out.print(f"winning solution: {writeup.team}{rank} — {writeup.reported_score}", highlight=False)
+    fields = [("method", "method"), *DETAIL_FIELDS, ("not_established", "not established")]
+    for name, heading in fields:
+        text = getattr(writeup, name)
+        if text:
+            out.print(f"  {heading.lower()}: {text}", highlight=False, markup=False)
     for source in writeup.sources:
         out.print(f"  source: {source.title} ({source.kind}): {source.address}", highlight=False)
 
