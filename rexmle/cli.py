@@ -273,7 +273,8 @@ def prepare(
     from rexmle.tasks.registry import all_tasks
 
     if all_tasks_flag == bool(tasks):
-        raise _fail(ValueError("give task ids or --all (not both)"))
+        both = " (not both)" if all_tasks_flag else ""
+        raise _fail(ValueError(f"give task ids or --all{both}"))
     ids = list(all_tasks()) if all_tasks_flag else list(tasks or [])
     failed = 0
     for task_id in ids:

@@ -236,7 +236,8 @@ class Experiment(_Strict):
     @model_validator(mode="after")
     def _consistent(self) -> Experiment:
         if bool(self.tasks) == (self.suite is not None):
-            msg = "give either 'tasks' (a list of task ids) or 'suite' (mini or all), not both"
+            both = ", not both" if self.tasks else ""
+            msg = f"give either 'tasks' (a list of task ids) or 'suite' (mini or all){both}"
             raise ValueError(msg)
         named: tuple[tuple[str, list[str]], ...] = (
             ("seeds", [str(s) for s in self.seeds]),

@@ -157,6 +157,14 @@ def test_bad_experiment_files_are_refused_with_the_reason(tmp_path: Path, fields
         experiment_jobs(load_experiment(path), tmp_path / "runs")
 
 
+def test_a_file_with_neither_tasks_nor_suite_is_not_told_it_gave_both(tmp_path: Path):
+    path = write_experiment(tmp_path, tasks=[])
+    with pytest.raises(SpecError) as refused:
+        load_experiment(path)
+    assert "give either 'tasks' (a list of task ids) or 'suite' (mini or all)" in str(refused.value)
+    assert "not both" not in str(refused.value)
+
+
 def test_a_missing_experiment_file_names_the_presets(tmp_path: Path):
     with pytest.raises(SpecError, match="paper-grid"):
         load_experiment(tmp_path / "nope.yaml")
