@@ -1,5 +1,6 @@
-"""The layer lists of docs/architecture.md and the README are the import-linter contract's, and
-every module path docs/architecture.md names is a file of the package.
+"""What the docs state about the code holds: the layer lists of docs/architecture.md and the
+README are the import-linter contract's, every module path docs/architecture.md names is a file
+of the package, and every flag of the README's command table is an option of that command.
 """
 
 from __future__ import annotations
@@ -67,3 +68,19 @@ def test_the_scaffold_points_to_a_readme_section_that_exists() -> None:
     (section,) = re.findall(r"\(README, '([^']+)'\)", source)
     headings = re.findall(r"^#+ (.+)$", (ROOT / "README.md").read_text(encoding="utf-8"), re.M)
     assert section in headings
+
+
+def test_every_flag_of_the_readme_command_table_is_in_its_help() -> None:
+    from typer.testing import CliRunner
+
+    from rexmle.cli import app
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    table = readme[readme.index("| command | what it does |") : readme.index("Examples:")]
+    rows = re.findall(r"^\| `rexmle ([a-z-]+)([^`]*)` \|", table, flags=re.MULTILINE)
+    assert len(rows) >= 14
+    for command, usage in rows:
+        shown = CliRunner().invoke(app, [command, "--help"], env={"COLUMNS": "200"})
+        assert shown.exit_code == 0, shown.output
+        for flag in re.findall(r"(?<![\w-])--[a-z][a-z-]*", usage):
+            assert re.search(rf"{flag}(?![\w-])", shown.output), f"rexmle {command}: {flag}"
