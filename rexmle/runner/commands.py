@@ -127,8 +127,13 @@ def experiment_from_flags(study: dict[str, object]) -> Experiment:
     tasks, suite_is_mini = select_tasks(study["task"] or [], study["suite"])  # type: ignore[arg-type]
     gpus = _parse_gpus(study["gpus"])  # type: ignore[arg-type]
     model = study["model"]
+    agent = str(study["agent"])
+    if model is not None and "/" in agent and not agent.endswith((".yaml", ".yml")):
+        msg = f"--agent {agent} names its model already: drop --model {model}, or give --agent "
+        msg += f"{agent.partition('/')[0]} --model {model}"
+        raise ValueError(msg)
     entry = AgentEntry(
-        agent=str(study["agent"]),
+        agent=agent,
         models=[] if model is None else [str(model)],
         memory_limit_mb=study["memory_limit_mb"],  # type: ignore[arg-type]
         network=study["network"],  # type: ignore[arg-type]

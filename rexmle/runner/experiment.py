@@ -114,6 +114,14 @@ class AgentEntry(_Strict):
         if len(set(self.models)) != len(self.models):
             msg = f"agent {self.agent!r} lists a model twice: {self.models}"
             raise ValueError(msg)
+        base, slash, named = self.agent.partition("/")
+        if self.models and slash and not self.agent.endswith((".yaml", ".yml")):
+            msg = (
+                f"agent {self.agent!r} names its model ({named}) and models lists "
+                f"{self.models}: give the model once (agent {base!r} with models, or "
+                f"{self.agent!r} alone)"
+            )
+            raise ValueError(msg)
         _check_budget(self.budget_usd, f"agent {self.agent!r}")
         return self
 

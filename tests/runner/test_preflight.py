@@ -201,3 +201,15 @@ def test_a_dry_run_by_flags_shows_its_runs_before_the_agent_is_installed(
     # a wrong command is still refused
     no_command = rexmle("run", "--agent", "command", "--task", "isles22", "--mini", "--dry-run")
     assert no_command.exit_code == 2
+
+
+def test_a_model_given_twice_by_flags_is_refused(tmp_path: Path) -> None:
+    result = rexmle(
+        "run", "--agent", "aide/claude-sonnet-4-5", "--model", "gpt-5", "--task", "isles22",
+        "--runs-dir", str(tmp_path / "runs"), "--dry-run",
+    )  # fmt: skip
+    assert result.exit_code == 2
+    assert (
+        "--agent aide/claude-sonnet-4-5 names its model already: drop --model gpt-5, or give "
+        "--agent aide --model gpt-5"
+    ) in flat(result)

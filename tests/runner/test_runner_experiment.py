@@ -134,6 +134,10 @@ def test_models_and_conditions_get_their_own_folders_and_ids(tmp_path: Path):
     [
         ({"seeds": [0, 0]}, "seeds repeat: 0"),
         ({"suite": "mini"}, "not both"),
+        (
+            {"agents": [{"agent": "aide/claude-sonnet-4-5", "models": ["gpt-5"]}]},
+            "names its model \\(claude-sonnet-4-5\\) and models lists",
+        ),
         ({"seeds": []}, "seeds"),
         ({"agents": []}, "agents"),
         ({"gpus": 2}, "gpus"),  # unknown field (the right one is gpus_per_run)
