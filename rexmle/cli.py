@@ -11,7 +11,9 @@ import typer
 
 from rexmle import __version__
 from rexmle.cli_help import HelpGroup
+from rexmle.config import resolve_runs_dir
 from rexmle.errors import RexmleError
+from rexmle.runner.commands import RunsArgument
 from rexmle.terminal import console
 
 if TYPE_CHECKING:
@@ -31,7 +33,6 @@ TaskArgument = Annotated[str, typer.Argument(help="Task id (rexmle list shows th
 SubmissionArgument = Annotated[
     Path, typer.Argument(help="Submission folder: submission.csv and the files it names.")
 ]
-RunsArgument = Annotated[Path, typer.Argument(help="Runs folder (or a group inside it).")]
 DataDirOption = Annotated[
     Path | None,
     typer.Option("--data-dir", help="Data dir (default: $REXMLE_DATA_DIR or ~/.cache/rexmle)."),
@@ -477,7 +478,7 @@ def rank(
 
 @app.command("report")
 def report(
-    runs_dir: RunsArgument,
+    runs_dir: RunsArgument = None,
     html_out: Annotated[
         Path | None,
         typer.Option("--html", help="Write an HTML report (FILE.html) or the run browser (DIR/)."),
@@ -516,6 +517,7 @@ def report(
         if definitions not in ("official", "study", "both"):
             msg = f"--definitions must be official, study or both, got {definitions!r}"
             raise ValueError(msg)
+        runs_dir = resolve_runs_dir(runs_dir)
         results = collect_runs(runs_dir)
         if not results:
             raise _fail(ValueError(f"no runs found under {runs_dir}"))
@@ -558,7 +560,7 @@ def report(
 
 @app.command("analyze")
 def analyze(
-    runs_dir: RunsArgument,
+    runs_dir: RunsArgument = None,
     data_dir: DataDirOption = None,
     json_out: Annotated[
         Path | None, typer.Option("--json", help="Write every run's analysis as JSON.")
@@ -578,6 +580,7 @@ def analyze(
 
     data_dir = resolve_data_dir(data_dir)
     try:
+        runs_dir = resolve_runs_dir(runs_dir)
         results = collect_runs(runs_dir)
         require_runs(results, runs_dir)
         analyses = analyze_runs(results, data_dir=data_dir)

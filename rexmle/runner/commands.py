@@ -18,10 +18,20 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
+from rexmle.config import resolve_runs_dir
 from rexmle.errors import RexmleError
 from rexmle.names import require_folder_names
 from rexmle.runner.limits import DEFAULT_GRADE_MEMORY_BYTES, DEFAULT_VALIDATION_MEMORY_BYTES
 from rexmle.terminal import console
+
+RunsArgument = Annotated[
+    Path | None,
+    typer.Argument(
+        help="Runs folder, or a group inside it (default: $REXMLE_RUNS_DIR or ./runs).",
+        show_default=False,
+    ),
+]
+"""The runs folder a reading command looks at (``rexmle.config.resolve_runs_dir`` when omitted)."""
 
 if TYPE_CHECKING:
     from rexmle.runner.experiment import Experiment
@@ -488,7 +498,7 @@ def run(
 
 
 def cancel(
-    runs_dir: Annotated[Path, typer.Argument(help="Runs folder (or a group inside it).")],
+    runs_dir: RunsArgument = None,
 ) -> None:
     """Cancel the Slurm jobs of the runs under RUNS_DIR, queued or running: each run is recorded
     cancelled and runs again the next time.
@@ -496,6 +506,7 @@ def cancel(
     from rexmle.runner.executor_slurm import cancel_jobs
     from rexmle.runner.status import run_folders
 
+    runs_dir = resolve_runs_dir(runs_dir)
     if not runs_dir.is_dir():
         raise _fail(ValueError(f"{runs_dir} is not a folder"))
     try:
@@ -511,7 +522,7 @@ def cancel(
 
 
 def status(
-    runs_dir: Annotated[Path, typer.Argument(help="Runs folder (or a group inside it).")],
+    runs_dir: RunsArgument = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
 ) -> None:
     """Runs per status under RUNS_DIR, with an ETA for the unfinished ones.
@@ -523,6 +534,7 @@ def status(
 
     from rexmle.runner.status import runs_status
 
+    runs_dir = resolve_runs_dir(runs_dir)
     if not runs_dir.is_dir():
         raise _fail(ValueError(f"{runs_dir} is not a folder"))
     from rexmle.runner.executor_slurm import SlurmError, job_states
