@@ -414,12 +414,12 @@ def grade(
 
 def _warn_if_mini(task: str, data_dir: Path | None) -> None:
     """Say so when the grade was against the synthetic mini data (ranked on real leaderboards)."""
-    from rexmle.grading.report import MINI_BANNER
+    from rexmle.grading.report import MINI_GRADE_BANNER
     from rexmle.tasks.folders import read_prepared, task_dirs
 
     prepared = read_prepared(task_dirs(task, data_dir))
     if prepared is not None and prepared.get("mini"):
-        err.print(f"[bold yellow]{MINI_BANNER.format(n=1)}[/]", highlight=False)
+        err.print(f"[bold yellow]{MINI_GRADE_BANNER}[/]", highlight=False)
 
 
 def _print_ranking(task: str, metrics: dict[str, float], ranking: dict[str, object]) -> None:

@@ -19,12 +19,20 @@ from rexmle.tasks.definitions import DEFAULT_DEFINITIONS, DefinitionSet
 from rexmle.tasks.rows import CaseValue
 
 _MAX_LISTED_PROBLEMS = 5
-MINI_BANNER = (
-    "MINI DATA: {n} run(s) used the synthetic mini suite. Their values and percentiles rank "
-    "synthetic results against the REAL human leaderboards: they test the pipeline and say "
+_MINI_MEANING = (
+    "rank synthetic results against the REAL human leaderboards: they test the pipeline and say "
     "nothing about how an agent performs on the challenge."
 )
-"""What every output says of grades of the mini data (``data: mini`` in the grade report)."""
+MINI_BANNER = (
+    "MINI DATA: {n} run(s) used the synthetic mini suite. Their values and percentiles "
+    + _MINI_MEANING
+)
+"""What every output says of runs graded on the mini data (``data: mini`` in the grade report)."""
+MINI_GRADE_BANNER = (
+    "MINI DATA: this grade is of the synthetic mini suite. Its values and percentiles "
+    + _MINI_MEANING
+)
+"""What ``rexmle grade`` says of one grade of the mini data."""
 
 
 class ValidationResult(BaseModel):
