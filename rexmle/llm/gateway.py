@@ -319,12 +319,11 @@ class Gateway:
             (state / f"{target}.py").write_text(text, encoding="utf-8")
         (state / "runs").mkdir()
 
-    def start(self) -> Gateway:
-        """Install the environment if needed, write the proxy's config, start it and wait.
+    def _claim_models_and_env(self) -> GatewayEnv:
+        """Set ``aliases`` and ``skipped`` from the provider keys; the env (installed if needed).
 
         Raises:
-            GatewayError: no model has its provider key, or the proxy did not come up
-                (its log's end is in the message).
+            GatewayError: no model has its provider key.
         """
         self.aliases, self.skipped = usable_models(self.config, dict(os.environ))
         if not self.aliases:
@@ -333,6 +332,16 @@ class Gateway:
             raise GatewayError(msg)
         if self.env is None:
             self.env, _ = install_gateway()
+        return self.env
+
+    def start(self) -> Gateway:
+        """Install the environment if needed, write the proxy's config, start it and wait.
+
+        Raises:
+            GatewayError: no model has its provider key, or the proxy did not come up
+                (its log's end is in the message).
+        """
+        env = self._claim_models_and_env()
         started = time.monotonic()
         self.state_dir = Path(tempfile.mkdtemp(prefix="rexmle-gw-"))
         self.state_dir.chmod(0o700)
@@ -353,7 +362,7 @@ class Gateway:
             "NO_REDOC": "True",
         }
         argv = [
-            str(self.env.python),
+            str(env.python),
             str(self.state_dir / f"{LAUNCH_MODULE}.py"),
             "--config",
             str(self.state_dir / "config.yaml"),

@@ -47,7 +47,7 @@ from importlib import resources
 from pathlib import Path
 
 from rexmle.llm.config import LlmConfig
-from rexmle.llm.environment import GatewayEnv, install_gateway
+from rexmle.llm.environment import GatewayEnv
 from rexmle.llm.gateway import STARTUP_TIMEOUT_S, STATE_MODULES, Gateway, GatewayError, Watched
 from rexmle.llm.proxy_config import hook_settings, litellm_config, usable_models
 
@@ -184,15 +184,9 @@ class SharedGateway(Gateway):
             GatewayError: no model has its provider key, the runtime folder is unsafe, or the
                 gateway did not come up (the end of its log is in the message).
         """
-        self.aliases, self.skipped = usable_models(self.config, dict(os.environ))
-        if not self.aliases:
-            needed = ", ".join(self.config.key_variables())
-            msg = f"no LLM model is usable: set a provider key in the harness ({needed})"
-            raise GatewayError(msg)
-        if self.env is None:
-            self.env, _ = install_gateway()
+        env = self._claim_models_and_env()
         started = time.monotonic()
-        key = gateway_key(self.config, dict(os.environ), self.env.python)
+        key = gateway_key(self.config, dict(os.environ), env.python)
         folder = runtime_dir() / f"gateway-{key}"
         folder.mkdir(mode=0o700, exist_ok=True)
         (folder / "leases").mkdir(mode=0o700, exist_ok=True)
