@@ -195,8 +195,8 @@ class FastPath:
             await _error(send, 502, message)
         finally:
             if line is None:  # cancelled (the agent went away)
-                error = "rexmle gateway: the call was cancelled"
-                line = self._line(alias, "error", started, body, (0, 0, 0, 0), error)
+                cancelled = "rexmle gateway: the call was cancelled"
+                line = self._line(alias, "error", started, body, (0, 0, 0, 0), cancelled)
             meter.record(line, trajectory, call_id=call_id)
         return True
 

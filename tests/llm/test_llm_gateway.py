@@ -120,6 +120,24 @@ def test_the_usage_chunk_reaches_only_an_agent_that_asked_for_it(llm_gateway, up
     assert [(x["tokens_in"], x["tokens_out"]) for x in lines(link, 2)] == [(20, 3)] * 2
 
 
+def test_an_upstream_error_is_answered_with_its_status_and_logged_uncharged(
+    llm_gateway, upstream, link
+):
+    upstream.push(Reply(status=429, error="slow down"), Reply(status=500, error="it broke"))
+    limited = call(llm_gateway, "/v1/chat/completions", CHAT, bearer(link))
+    broken = call(llm_gateway, "/v1/chat/completions", {**CHAT, "stream": True}, bearer(link))
+    assert_served_by_the_right_path(llm_gateway, upstream, 2)
+    assert limited[0] == 429, limited
+    assert "slow down" in limited[1]
+    assert broken[0] == 500, broken
+    assert "it broke" in broken[1]
+    found = lines(link, 2)
+    assert [x["status"] for x in found] == ["error", "error"]
+    assert [x["cost_usd"] for x in found] == [0.0, 0.0]
+    assert "slow down" in found[0]["error"]
+    assert link.totals().calls_unfinished == 0
+
+
 def test_parameters_litellm_maps_for_the_model_are_mapped_and_logged(llm_gateway, upstream, link):
     body = {**CHAT, "temperature": 0.2, "max_tokens": 50, "seed": 7}
     status, text = call(llm_gateway, "/v1/chat/completions", body, bearer(link))
