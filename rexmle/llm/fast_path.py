@@ -118,9 +118,7 @@ class FastPath:
     def accepts(self, scope: dict[str, Any]) -> bool:
         """Whether the request might be served here (route and method; the body decides)."""
         return (
-            scope.get("method") == "POST"
-            and str(scope.get("path", "")).rstrip("/") in FAST_ROUTES
-            and bool(self.models)
+            scope.get("method") == "POST" and scope.get("path") in FAST_ROUTES and bool(self.models)
         )
 
     def _eligible(self, scope: dict[str, Any], raw: bytes) -> tuple[Any, dict[str, Any]] | None:
@@ -139,6 +137,10 @@ class FastPath:
         if not isinstance(model, str) or model not in self.models:
             return None
         if not set(body) <= self.keys[model]:
+            return None
+        if not isinstance(body.get("messages"), list):
+            return None
+        if not isinstance(body.get("stream", False), bool):
             return None
         options = body.get("stream_options")
         if options is not None and not isinstance(options, dict):
@@ -265,6 +267,9 @@ class FastPath:
             out_headers = [(k, v) for k, v in answer.headers.raw if k.lower() in RESPONSE_HEADERS]
             if not stream or answer.status_code != 200:
                 raw = await answer.aread()
+                if answer.status_code != 200:  # an error may quote the provider's key
+                    text = raw.decode("utf-8", errors="replace")
+                    raw = self.hook.metering.redact(text, self.hook.SECRETS).encode("utf-8")
                 out_headers.append((b"content-length", str(len(raw)).encode("ascii")))
                 await send(
                     {
@@ -287,10 +292,10 @@ class FastPath:
                 return line, self._trajectory(line, body, response)
             await send({"type": "http.response.start", "status": 200, "headers": out_headers})
             usage_chunk: Any = None
-            text: list[str] = []
+            assembled = Assembled()
             pending = b""
             async for piece in answer.aiter_bytes():
-                pending += piece
+                pending = (pending + piece).replace(b"\r\n", b"\n")
                 *events, pending = pending.split(b"\n\n")
                 kept = []
                 for event in events:
@@ -299,22 +304,68 @@ class FastPath:
                         usage_chunk = parsed
                         if not asked_usage and not parsed.get("choices"):
                             continue
-                    if isinstance(parsed, dict):
-                        for choice in parsed.get("choices") or ():
-                            delta = (choice or {}).get("delta") or {}
-                            if isinstance(delta.get("content"), str):
-                                text.append(delta["content"])
+                    assembled.add(parsed)
                     kept.append(event + b"\n\n")
                 if kept:
                     await send(
                         {"type": "http.response.body", "body": b"".join(kept), "more_body": True}
                     )
+            last = _event_json(pending)
+            if isinstance(last, dict) and last.get("usage"):
+                usage_chunk = last
+                if not asked_usage and not last.get("choices"):
+                    pending = b""
+            assembled.add(last)
             await send({"type": "http.response.body", "body": pending, "more_body": False})
             usage = self.hook._usage_numbers(usage_chunk) if usage_chunk else (0, 0, 0, 0)
             line = self._line(alias, "ok", started, body, usage)
-            return line, self._trajectory(line, body, {"content": "".join(text)})
+            return line, self._trajectory(line, body, assembled.response(usage_chunk))
         finally:
             await answer.aclose()
+
+
+class Assembled:
+    """A streamed chat completion put together from its chunks (for the trajectory)."""
+
+    def __init__(self) -> None:
+        self.content: list[str] = []
+        self.calls: dict[int, dict[str, Any]] = {}
+        self.finish: Any = None
+
+    def add(self, chunk: Any) -> None:
+        """Take in one parsed chunk (anything else is ignored)."""
+        if not isinstance(chunk, dict):
+            return
+        for choice in chunk.get("choices") or ():
+            if not isinstance(choice, dict):
+                continue
+            self.finish = choice.get("finish_reason") or self.finish
+            delta = choice.get("delta") or {}
+            if isinstance(delta.get("content"), str):
+                self.content.append(delta["content"])
+            for call in delta.get("tool_calls") or ():
+                if not isinstance(call, dict):
+                    continue
+                kept = self.calls.setdefault(
+                    int(call.get("index") or 0),
+                    {"id": None, "type": "function", "function": {"name": "", "arguments": ""}},
+                )
+                kept["id"] = call.get("id") or kept["id"]
+                function = call.get("function") or {}
+                for part in ("name", "arguments"):
+                    if isinstance(function.get(part), str):
+                        kept["function"][part] += function[part]
+
+    def response(self, usage_chunk: Any) -> dict[str, Any]:
+        """The chat completion the chunks make up."""
+        message: dict[str, Any] = {"role": "assistant", "content": "".join(self.content)}
+        if self.calls:
+            message["tool_calls"] = [self.calls[i] for i in sorted(self.calls)]
+        usage = usage_chunk.get("usage") if isinstance(usage_chunk, dict) else None
+        return {
+            "choices": [{"index": 0, "message": message, "finish_reason": self.finish}],
+            "usage": usage,
+        }
 
 
 async def _error(send: Send, status: int, message: str) -> None:

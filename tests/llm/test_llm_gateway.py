@@ -120,6 +120,20 @@ def test_the_usage_chunk_reaches_only_an_agent_that_asked_for_it(llm_gateway, up
     assert [(x["tokens_in"], x["tokens_out"]) for x in lines(link, 2)] == [(20, 3)] * 2
 
 
+def test_a_streamed_tool_call_is_kept_whole_in_the_trajectory(llm_gateway, upstream, link):
+    upstream.push(Reply(tool_calls=(ToolCall("submit", {"metric": 0.75}),), output_tokens=9))
+    status, text = call(llm_gateway, "/v1/chat/completions", {**CHAT, "stream": True}, bearer(link))
+    assert status == 200, text
+    assert_served_by_the_right_path(llm_gateway, upstream, 1)
+    assert lines(link, 1)[0]["tokens_out"] == 9
+    entry = json.loads((link.usage_path.parent / "llm_trajectory.jsonl").read_text())
+    (choice,) = entry["response"]["choices"]
+    (tool_call,) = choice["message"]["tool_calls"]
+    assert tool_call["function"]["name"] == "submit"
+    assert json.loads(tool_call["function"]["arguments"]) == {"metric": 0.75}
+    assert entry["request"]["messages"] == CHAT["messages"]
+
+
 def test_an_upstream_error_is_answered_with_its_status_and_logged_uncharged(
     llm_gateway, upstream, link
 ):
