@@ -10,9 +10,9 @@ physically paired ``*_physical`` keys. Both get the same boolean arrays in memor
 the same SimpleITK call in both and is left out); the ranked values must agree to 1e-12.
 
 Cases (x, y, z) at (0.8, 0.8, 3.0) mm: a small tumour in a 256 x 256 x 80 volume (task 1 size),
-a large one, and a prediction missing half of the tumour. Best of ``--repeat`` runs (default
-9; the minimum is the figure least moved by other load on the machine)
-after one warm-up each.
+a large one, and a prediction missing half of the tumour. After one warm-up each, ``--repeat``
+rounds (default 9) that time the organisers' computation and ours one after the other, so that
+both see the same load; printed: the median and the range (min-max) of each.
 
 Run:  .venv/bin/python bench/panther.py [--repeat N]
 """
@@ -23,6 +23,7 @@ import argparse
 import math
 import os
 import platform
+import statistics
 import time
 from collections.abc import Callable
 
@@ -75,15 +76,24 @@ def official_case(pred: np.ndarray, truth: np.ndarray) -> dict[str, float]:
     }
 
 
-def median_seconds(fn: Callable[[], object], repeat: int) -> float:
-    """Shortest wall time of ``fn`` over ``repeat`` calls after one warm-up call."""
-    fn()
-    times = []
+def alternating_seconds(
+    first: Callable[[], object], second: Callable[[], object], repeat: int
+) -> tuple[list[float], list[float]]:
+    """Wall times of ``first`` and ``second`` timed in turn, ``repeat`` rounds after a warm-up."""
+    first()
+    second()
+    times: tuple[list[float], list[float]] = ([], [])
     for _ in range(repeat):
-        started = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - started)
-    return min(times)
+        for fn, into in ((first, times[0]), (second, times[1])):
+            started = time.perf_counter()
+            fn()
+            into.append(time.perf_counter() - started)
+    return times
+
+
+def spread_ms(times: list[float]) -> str:
+    """'median (min-max)' in ms."""
+    return f"{statistics.median(times) * 1e3:7.2f} ({min(times) * 1e3:.1f}-{max(times) * 1e3:.1f})"
 
 
 def main() -> None:
@@ -94,20 +104,22 @@ def main() -> None:
         f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
         f"python {platform.python_version()}, load {os.getloadavg()[0]:.2f}"
     )
-    print(f"{'case':28s} {'official ms':>12s} {'ReX-MLE ms':>11s} {'speed-up':>9s}  values")
+    print(f"{'case':28s} {'official ms':>21s} {'ReX-MLE ms':>21s} {'ratio':>6s}  values")
     for name, (pred, truth) in cases().items():
         official = official_case(pred, truth)
         ours = score_arrays(pred, truth, SPACING_XYZ)
         agree = all(
             math.isclose(float(ours[key]), value, rel_tol=1e-12) for key, value in official.items()
         )
-        official_s = median_seconds(lambda p=pred, t=truth: official_case(p, t), args.repeat)
-        ours_s = median_seconds(
-            lambda p=pred, t=truth: score_arrays(p, t, SPACING_XYZ), args.repeat
+        official_s, ours_s = alternating_seconds(
+            lambda p=pred, t=truth: official_case(p, t),
+            lambda p=pred, t=truth: score_arrays(p, t, SPACING_XYZ),
+            args.repeat,
         )
+        ratio = statistics.median(official_s) / statistics.median(ours_s)
         print(
-            f"{name:28s} {official_s * 1e3:12.2f} {ours_s * 1e3:11.2f} "
-            f"{official_s / ours_s:8.1f}x  {'equal' if agree else 'DIFFER'} "
+            f"{name:28s} {spread_ms(official_s):>21s} {spread_ms(ours_s):>21s} {ratio:5.1f}x  "
+            f"{'equal' if agree else 'DIFFER'} "
             f"(hd95 {ours['hd95']:.4g} mm, hd95_physical {ours['hd95_physical']:.4g} mm)"
         )
 

@@ -52,6 +52,9 @@ LlmRoute = Literal["openai", "native"]
 alias through the agent's OpenAI-compatible path) or ``native`` (``claude-*`` and ``gemini-*``
 models by their bare names through the agent's own Anthropic and Gemini back-ends and the
 gateway's native routes, as the study ran them; other models stay aliases)."""
+NATIVE_ROUTE_ADAPTERS: tuple[AdapterName, ...] = ("aide", "ml-master")
+"""The adapters that have the ``native`` route (their agents have Anthropic and Gemini
+back-ends of their own); R&D-Agent's has the ``openai`` route only."""
 MODEL_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
 FIXED_MODEL_ROLES = frozenset({"embedding"})
 """Roles that ``--model`` leaves as declared (an embedding model is not a chat model)."""
@@ -114,6 +117,13 @@ class LlmSettings(BaseModel):
             msg = (
                 "llm.scenario (data-science or kaggle) is required for the rdagent adapter "
                 "and only there"
+            )
+            raise ValueError(msg)
+        if self.llm_route == "native" and self.adapter not in NATIVE_ROUTE_ADAPTERS:
+            msg = (
+                f"llm.llm_route native is for the {' and '.join(NATIVE_ROUTE_ADAPTERS)} adapters "
+                f"(their agents' own Anthropic and Gemini back-ends); the {self.adapter} adapter "
+                "has the openai route only"
             )
             raise ValueError(msg)
         return self

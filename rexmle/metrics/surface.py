@@ -15,10 +15,11 @@ resolved there; the rest go to a k-d tree on the other surface's points. Distanc
 computed in float64 from the integer index offsets with the arithmetic of
 `scipy.ndimage.distance_transform_edt`. Dense surfaces (more than 1/16 of the cropped voxels)
 use the `edt` distance transform instead (float32, relative error below 1e-6). Surfels use
-scipy's float64 distance transform itself, as DeepMind's code does, so that distances equal to
-a tolerance compare identically; crops above 2**21 corners use the neighbour / k-d tree route
-(same float64 arithmetic; only exact ties between two nearest surfels may differ in the last
-bit). All functions take `spacing_mm` per array axis, in the array's axis order.
+scipy's float64 distance transform itself, as DeepMind's code does, when the crop is small
+against the surfaces; otherwise a wider neighbour window (up to 400 offsets, exact where it
+finds a point) and a k-d tree for the rest, with the same float64 arithmetic on the nearest
+point's index offset (only exact ties between two nearest surfels may differ in the last bit).
+All functions take `spacing_mm` per array axis, in the array's axis order.
 """
 
 from __future__ import annotations
@@ -55,9 +56,6 @@ __all__ = [
 
 _DENSE_SURFACE_FRACTION = 16
 """Voxel surfaces: use `edt` instead of a k-d tree when n_surface * this > cropped voxels."""
-
-_EXACT_TRANSFORM_MAX_VOXELS = 2**21
-"""Surfels: largest crop (voxel corners) for scipy's float64 distance transform (~0.1 GB)."""
 
 
 def _check_spacing(spacing_mm: Sequence[float], ndim: int) -> npt.NDArray[np.float64]:
@@ -168,14 +166,12 @@ def _exact_offsets_mm(offsets: np.ndarray, spacing: np.ndarray) -> npt.NDArray[n
 
 
 def _nearest_distances_mm(
-    a_mask: np.ndarray, b_mask: np.ndarray, spacing: np.ndarray, *, exact: bool
+    a_mask: np.ndarray, b_mask: np.ndarray, spacing: np.ndarray
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
     """For every True voxel of `a_mask` (C order), the distance to the nearest True of `b_mask`,
     and the same from `b_mask` to `a_mask`; 0 for voxels True in both. Both masks non-empty.
 
-    `exact`: `scipy.ndimage.distance_transform_edt` (float64, the computation of DeepMind's
-    code, ties included) up to `_EXACT_TRANSFORM_MAX_VOXELS`, else the k-d tree.
-    Not `exact`: the k-d tree for sparse surfaces, `edt` (float32) for dense ones.
+    The k-d tree for sparse surfaces, `edt` (float32) for dense ones.
     """
     a_points = np.argwhere(a_mask)
     b_points = np.argwhere(b_mask)
@@ -183,16 +179,7 @@ def _nearest_distances_mm(
     b_query = ~a_mask[tuple(b_points.T)]
     a_distances = np.zeros(len(a_points), dtype=np.float64)
     b_distances = np.zeros(len(b_points), dtype=np.float64)
-    if exact and a_mask.size <= _EXACT_TRANSFORM_MAX_VOXELS:
-        for points, query, distances, target in (
-            (a_points, a_query, a_distances, b_mask),
-            (b_points, b_query, b_distances, a_mask),
-        ):
-            if query.any():
-                field = ndimage.distance_transform_edt(~target, sampling=spacing)
-                distances[query] = field[tuple(points[query].T)]
-        return a_distances, b_distances
-    if not exact and (len(a_points) + len(b_points)) * _DENSE_SURFACE_FRACTION > a_mask.size:
+    if (len(a_points) + len(b_points)) * _DENSE_SURFACE_FRACTION > a_mask.size:
         for points, query, distances, target in (
             (a_points, a_query, a_distances, b_mask),
             (b_points, b_query, b_distances, a_mask),
@@ -332,9 +319,7 @@ def surface_distances(
         raise ValueError(msg)
     pred_surface = voxel_surface(pred[box], connectivity=surface_connectivity)
     truth_surface = voxel_surface(truth[box], connectivity=surface_connectivity)
-    pred_to_truth, truth_to_pred = _nearest_distances_mm(
-        pred_surface, truth_surface, spacing, exact=False
-    )
+    pred_to_truth, truth_to_pred = _nearest_distances_mm(pred_surface, truth_surface, spacing)
     return SurfaceDistances(pred_to_truth_mm=pred_to_truth, truth_to_pred_mm=truth_to_pred)
 
 
@@ -617,44 +602,211 @@ def _surfel_tables(spacing: tuple[float, ...]) -> tuple[np.ndarray, np.ndarray, 
 
 
 def _neighbour_codes(mask: np.ndarray, kernel: np.ndarray) -> np.ndarray:
-    """Code of the 2×…×2 neighbourhood of every voxel corner (DeepMind's correlate)."""
-    padded = np.pad(mask, 1)
-    corners = tuple(n + 1 for n in mask.shape)
-    codes = np.zeros(corners, dtype=np.uint8)
-    for index in np.ndindex(*kernel.shape):
-        window = padded[tuple(slice(i, i + n) for i, n in zip(index, corners, strict=True))]
-        np.add(codes, np.uint8(kernel[index]), out=codes, where=window)
+    """Code of the 2×…×2 neighbourhood of every voxel corner (DeepMind's correlate).
+
+    DeepMind's kernel gives the window offset (i, j, k) the bit 7 − 4i − 2j − k (2-D: 3 − 2i − j),
+    so the code is built one axis at a time: last axis pairs first, then shifted by 2, then 4.
+    """
+    ndim = mask.ndim
+    expected = np.zeros((2,) * ndim, dtype=np.int64)
+    for index in np.ndindex(*expected.shape):
+        expected[index] = 1 << (2**ndim - 1 - sum(i << (ndim - 1 - a) for a, i in enumerate(index)))
+    if not np.array_equal(np.asarray(kernel), expected):  # a different table: DeepMind's loop
+        padded = np.pad(mask, 1)
+        corners = tuple(n + 1 for n in mask.shape)
+        codes = np.zeros(corners, dtype=np.uint8)
+        for index in np.ndindex(*kernel.shape):
+            window = padded[tuple(slice(i, i + n) for i, n in zip(index, corners, strict=True))]
+            np.add(codes, np.uint8(kernel[index]), out=codes, where=window)
+        return codes
+    codes = np.pad(mask, 1).view(np.uint8)
+    for axis, shift in zip(range(ndim - 1, -1, -1), (1, 2, 4), strict=False):
+        low = [slice(None)] * ndim
+        high = [slice(None)] * ndim
+        low[axis], high[axis] = slice(0, -1), slice(1, None)
+        codes = np.left_shift(codes[tuple(low)], shift) | codes[tuple(high)]
     return codes
 
 
 @dataclass(frozen=True)
 class _SurfelGrid:
-    """Neighbour codes of two masks on the corner grid of their union's bounding box.
+    """Neighbour codes and surfels of two masks on the corner grid of their union's bounding box.
 
-    The codes do not depend on the spacing, so one grid serves every spacing pairing.
+    Nothing here depends on the spacing, so one grid serves every spacing pairing.
+    `*_points` are the surfel corners in C order; `*_off` marks those that are not surfels of
+    the other mask (the only ones with a non-zero distance).
     """
 
-    truth_codes: np.ndarray
-    pred_codes: np.ndarray
+    truth_codes: npt.NDArray[np.uint8]
+    pred_codes: npt.NDArray[np.uint8]
     truth_surfels: npt.NDArray[np.bool_]
     pred_surfels: npt.NDArray[np.bool_]
+    truth_points: npt.NDArray[np.intp]
+    pred_points: npt.NDArray[np.intp]
+    truth_off: npt.NDArray[np.bool_]
+    pred_off: npt.NDArray[np.bool_]
 
 
-def _surfel_grid(pred: np.ndarray, truth: np.ndarray) -> _SurfelGrid:
-    """The codes and surfel masks of two non-empty masks, cropped to their union's box."""
-    box = bounding_box(pred | truth, margin=0)
+def _surfel_grid(
+    pred: np.ndarray, truth: np.ndarray, box: tuple[slice, ...] | None = None
+) -> _SurfelGrid:
+    """The codes and surfels of two non-empty masks, cropped to `box`, their union's box."""
+    if box is None:
+        box = bounding_box(pred | truth, margin=0)
     if box is None:  # callers check for empty masks first; keeps the type checker informed
         msg = "surfel distances need two non-empty masks"
         raise ValueError(msg)
     kernel, _, full_code = _surfel_tables((1.0,) * pred.ndim)
     truth_codes = _neighbour_codes(truth[box], kernel)
     pred_codes = _neighbour_codes(pred[box], kernel)
+    # surfel: code neither 0 nor full; (code - 1) wraps 0 to 255 in uint8
+    truth_surfels = (truth_codes - np.uint8(1)) < np.uint8(full_code - 1)
+    pred_surfels = (pred_codes - np.uint8(1)) < np.uint8(full_code - 1)
+    truth_points = np.argwhere(truth_surfels)
+    pred_points = np.argwhere(pred_surfels)
     return _SurfelGrid(
         truth_codes=truth_codes,
         pred_codes=pred_codes,
-        truth_surfels=(truth_codes != 0) & (truth_codes != full_code),
-        pred_surfels=(pred_codes != 0) & (pred_codes != full_code),
+        truth_surfels=truth_surfels,
+        pred_surfels=pred_surfels,
+        truth_points=truth_points,
+        pred_points=pred_points,
+        truth_off=~pred_surfels[tuple(truth_points.T)],
+        pred_off=~truth_surfels[tuple(pred_points.T)],
     )
+
+
+def _surfel_nearest_mm(
+    points: np.ndarray,
+    off: np.ndarray,
+    target: np.ndarray,
+    target_points: np.ndarray,
+    spacing: npt.NDArray[np.float64],
+) -> npt.NDArray[np.float64]:
+    """For each surfel corner in `points`, the distance in mm to the nearest True of `target`.
+
+    `off` marks the points that are not in `target` (the others are at 0). Two routes, chosen
+    by `_surfel_route`: scipy's float64 distance transform (DeepMind's computation, ties
+    included) read at the points; or the 3×…×3 neighbour window and a k-d tree for the rest,
+    the distance then computed from the nearest point's index offset with scipy's arithmetic
+    (equal but for exact ties between two nearest surfels, which may differ in the last bit).
+    """
+    distances = np.zeros(len(points), dtype=np.float64)
+    if not off.any():
+        return distances
+    sources = points[off]
+    if _surfel_route(target.size, len(sources), len(target_points)) == "transform":
+        features = ndimage.distance_transform_edt(
+            ~target, sampling=spacing, return_distances=False, return_indices=True
+        )
+        at = tuple(sources.T)
+        nearest = np.stack([features[axis][at] for axis in range(target.ndim)], axis=1)
+        distances[off] = _exact_offsets_mm(nearest - sources, spacing)
+        return distances
+    found = _nearest_in_wide_window_mm(sources, target, spacing)
+    far = np.isinf(found)
+    if far.any():
+        tree = cKDTree(
+            target_points * spacing, leafsize=32, balanced_tree=False, compact_nodes=False
+        )
+        _, index = tree.query(sources[far] * spacing, k=1)
+        found[far] = _exact_offsets_mm(target_points[index] - sources[far], spacing)
+    distances[off] = found
+    return distances
+
+
+_WINDOW_OFFSETS = 400
+"""Most index offsets in the wide neighbour window (`_window_offsets`)."""
+
+_WINDOW_RUN = 8
+"""The window stops when a run of this many offsets resolves too few of the open points."""
+
+_TREE_QUERY_LOOKUPS = 1000
+"""Cost of one k-d tree query in window lookups of one point (measured, bench/panther.py)."""
+
+
+@functools.lru_cache(maxsize=32)
+def _window_offsets(
+    spacing: tuple[float, ...],
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64], tuple[int, ...]]:
+    """Offsets of the wide window in increasing distance, their distances, the window radii.
+
+    For a bound B the window has radius r_i = ⌈B / s_i⌉ − 1 on axis i, so every index outside
+    it differs by at least r_i + 1 steps on some axis and lies at least
+    min_i (r_i + 1)·s_i ≥ B away. The offsets kept are those of the window within that
+    distance: the nearest target among them, if any, is the nearest of all. B is the largest
+    multiple of a spacing (2 to 23 steps) that keeps at most `_WINDOW_OFFSETS` offsets.
+    """
+    s = np.asarray(spacing, dtype=np.float64)
+    chosen: tuple[npt.NDArray[np.int64], npt.NDArray[np.float64], tuple[int, ...]] | None = None
+    for bound in sorted({k * float(v) for v in s for k in range(2, 24)}):
+        radii = tuple(max(math.ceil(bound / v) - 1, 0) for v in spacing)
+        axes = np.meshgrid(*[np.arange(-r, r + 1) for r in radii], indexing="ij")
+        offsets = np.stack([a.ravel() for a in axes], axis=1).astype(np.int64)
+        offsets = offsets[np.any(offsets != 0, axis=1)]
+        lengths = _exact_offsets_mm(offsets, s)
+        reach = min((r + 1) * v for r, v in zip(radii, spacing, strict=True))
+        keep = lengths <= reach
+        if chosen is not None and int(keep.sum()) > _WINDOW_OFFSETS:
+            break
+        order = np.argsort(lengths[keep], kind="stable")
+        chosen = (offsets[keep][order], lengths[keep][order], radii)
+    assert chosen is not None  # the first bound always fits
+    return chosen
+
+
+def _nearest_in_wide_window_mm(
+    sources: np.ndarray, target: np.ndarray, spacing: npt.NDArray[np.float64]
+) -> npt.NDArray[np.float64]:
+    """Distance to the nearest True of `target` among the wide window's offsets of each source
+    (`_window_offsets`), where that is the nearest of all; inf elsewhere.
+
+    Offsets are tried in increasing distance, so the first hit is the nearest. The search stops
+    early (the rest stay inf, for the k-d tree) once a run of offsets resolves less than one
+    point in `_TREE_QUERY_LOOKUPS` per lookup.
+    """
+    offsets, lengths, radii = _window_offsets(tuple(float(v) for v in spacing))
+    grid = np.pad(target, [(r, r) for r in radii])
+    strides = np.array(grid.strides, dtype=np.int64) // grid.itemsize
+    flat = grid.ravel()
+    position = (sources + np.asarray(radii, dtype=np.int64)) @ strides
+    active = np.arange(len(sources))
+    best = np.full(len(sources), np.inf)
+    recent = 0  # hits in the current run of _WINDOW_RUN offsets
+    for step, (shift, length) in enumerate(
+        zip((offsets @ strides).tolist(), lengths.tolist(), strict=True), start=1
+    ):
+        hit = flat[position + shift]
+        hits = int(np.count_nonzero(hit))
+        if hits:
+            best[active[hit]] = length
+            miss = ~hit
+            active, position = active[miss], position[miss]
+            if active.size == 0:
+                break
+        recent += hits
+        if step % _WINDOW_RUN == 0:
+            # Few hits left for the lookups of all the rest: the k-d tree is cheaper for them.
+            if recent * _TREE_QUERY_LOOKUPS < active.size * _WINDOW_RUN:
+                break
+            recent = 0
+    return best
+
+
+_TREE_COST_PER_QUERY = 4
+"""Cost of one k-d tree query (after the window) in voxels of scipy's transform (measured)."""
+
+
+def _surfel_route(crop_corners: int, queries: int, targets: int) -> str:
+    """'transform' when scipy's transform of the crop costs less than the window and the tree.
+
+    Measured on this project's bench (bench/panther.py): the transform costs about 60 ns per
+    corner; a tree about 75 ns per target point to build and, with the neighbour window
+    resolving about half of the queries, about 250 ns per query.
+    """
+    if crop_corners <= _TREE_COST_PER_QUERY * queries + targets:
+        return "transform"
+    return "tree"
 
 
 @dataclass(frozen=True)
@@ -729,8 +881,10 @@ def surfel_distances(
     Empty: both masks must be non-empty (see `surfel_scores` for the PANTHER policy).
     Follows: google-deepmind/surface-distance `compute_surface_distances` (@1f805ce), whose
         area tables are used directly.
-    Differs: nearest surfels are found with a k-d tree instead of a distance transform;
-        the float64 distance arithmetic is the same.
+    Differs: when the crop is large against the surfaces, nearest surfels are found with a
+        neighbour window and a k-d tree instead of a distance transform; the float64 distance
+        arithmetic is the same, so values agree but for exact ties between two nearest
+        surfels (last bit, relative 2e-16).
 
     Args:
         pred: predicted mask, 2-D or 3-D.
@@ -756,16 +910,39 @@ def surfel_distances(
     return _grid_distances(_surfel_grid(pred, truth), spacing)
 
 
+@functools.lru_cache(maxsize=32)
+def _area_ranks(spacing: tuple[float, ...]) -> npt.NDArray[np.uint8]:
+    """Code -> rank of its area among the table's distinct areas (equal areas, equal rank)."""
+    _, table, _ = _surfel_tables(spacing)
+    return np.unique(table, return_inverse=True)[1].astype(np.uint8).reshape(-1)
+
+
+def _by_distance_then_area(
+    distances: npt.NDArray[np.float64], area_ranks: npt.NDArray[np.uint8]
+) -> npt.NDArray[np.intp]:
+    """The permutation of ``np.lexsort((areas, distances))`` (DeepMind's sort of the pairs):
+    a stable sort by area rank (a radix sort of bytes), then a stable sort by distance.
+    """
+    by_area = np.argsort(area_ranks, kind="stable")
+    return by_area[np.argsort(distances[by_area], kind="stable")]
+
+
 def _grid_distances(grid: _SurfelGrid, spacing: npt.NDArray[np.float64]) -> SurfelDistances:
     """The sorted surfel distances and areas of a grid with one spacing pairing."""
     _, area_table, _ = _surfel_tables(tuple(float(s) for s in spacing))
-    truth_areas = area_table[grid.truth_codes[grid.truth_surfels]]
-    pred_areas = area_table[grid.pred_codes[grid.pred_surfels]]
-    truth_to_pred, pred_to_truth = _nearest_distances_mm(
-        grid.truth_surfels, grid.pred_surfels, spacing, exact=True
+    area_rank = _area_ranks(tuple(float(s) for s in spacing))
+    truth_codes = grid.truth_codes[grid.truth_surfels]
+    pred_codes = grid.pred_codes[grid.pred_surfels]
+    truth_areas = area_table[truth_codes]
+    pred_areas = area_table[pred_codes]
+    truth_to_pred = _surfel_nearest_mm(
+        grid.truth_points, grid.truth_off, grid.pred_surfels, grid.pred_points, spacing
     )
-    truth_order = np.lexsort((truth_areas, truth_to_pred))
-    pred_order = np.lexsort((pred_areas, pred_to_truth))
+    pred_to_truth = _surfel_nearest_mm(
+        grid.pred_points, grid.pred_off, grid.truth_surfels, grid.truth_points, spacing
+    )
+    truth_order = _by_distance_then_area(truth_to_pred, area_rank[truth_codes])
+    pred_order = _by_distance_then_area(pred_to_truth, area_rank[pred_codes])
     return SurfelDistances(
         truth_to_pred_mm=truth_to_pred[truth_order],
         truth_areas_mm2=truth_areas[truth_order],
@@ -840,6 +1017,7 @@ def surfel_scores_per_spacing(
     spacings_mm: Sequence[Sequence[float]],
     tolerance_mm: float = 5.0,
     percent: float = 95.0,
+    box: tuple[slice, ...] | None = None,
 ) -> list[SurfelScores]:
     """`surfel_scores` of one case under several spacing pairings, in the order given.
 
@@ -847,6 +1025,8 @@ def surfel_scores_per_spacing(
         The work that does not depend on the spacing (the uniform test, the crop to the
         union's bounding box, the neighbour codes and surfel masks) is done once; the area
         table (cached per spacing) and the distances are computed per spacing.
+        `box`: the bounding box of ``pred | truth`` (`bounding_box`, margin 0) when the caller
+        has it, so that the whole arrays are not read again; it must be that box.
 
     Raises:
         TypeError: an input is not a boolean array.
@@ -854,13 +1034,19 @@ def surfel_scores_per_spacing(
     """
     check_mask_pair(pred, truth)
     checked = [_check_spacing(spacing, pred.ndim) for spacing in spacings_mm]
-    if not pred.any() or bool(pred.all()) or not truth.any():
+    if box is None:
+        box = bounding_box(pred | truth, margin=0)
+    # Every True voxel lies in the box: emptiness is read there, fullness needs the whole array.
+    whole = box is not None and all(
+        b.stop - b.start == n for b, n in zip(box, pred.shape, strict=True)
+    )
+    if box is None or not pred[box].any() or (whole and bool(pred.all())) or not truth[box].any():
         diagonals = [volume_diagonal_mm(pred.shape, spacing) for spacing in spacings_mm]
         return [SurfelScores(surface_dice=0.0, hd95_mm=d, masd_mm=d) for d in diagonals]
     if pred.ndim not in (2, 3):
         msg = f"surfel distances need 2-D or 3-D masks, got {pred.ndim} dimensions"
         raise ValueError(msg)
-    grid = _surfel_grid(pred, truth)
+    grid = _surfel_grid(pred, truth, box)
     scores = []
     for spacing in checked:
         distances = _grid_distances(grid, spacing)

@@ -12,10 +12,13 @@ the ``ours`` text; ``run.json`` records them (``deviations``) and the dry run pr
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from rexmle.llm.config import Limits
+from rexmle.agents.adapters.native_llm import native_backend
+from rexmle.agents.registry import NATIVE_ROUTE_ADAPTERS
+from rexmle.llm.config import Limits, LlmConfig, load_llm_config
 from rexmle.records.runs import DeviationRecord, RunConfig
 
 STUDY_TIME_LIMITS_S = (43200.0, 259200.0)
@@ -39,6 +42,8 @@ class RunFacts:
     """Why the study's texts cannot be used (None: they can, or the run does not ask)."""
     sandbox: str | None = None
     """The sandbox kind (``auto``, ``bwrap``, ``local``, ...); None: not known."""
+    llm_config: LlmConfig | None = None
+    """The LLM config whose providers serve the run's models (None: the built-in one)."""
 
 
 def _llm(facts: RunFacts) -> bool:
@@ -128,6 +133,77 @@ def _step_timeout_differs(facts: RunFacts) -> bool:
     return llm.step_timeout_s != STUDY_STEP_TIMEOUTS_S[adapter]
 
 
+NATIVE_APIS = ("anthropic", "gemini")
+"""Provider protocols the study's agents spoke natively (Claude, Gemini)."""
+
+
+@functools.cache
+def _built_in_llm_config() -> LlmConfig:
+    return load_llm_config()
+
+
+def _models_by_api(facts: RunFacts) -> dict[str, str]:
+    """The run's configured models (every role, in role order) -> their provider's protocol."""
+    llm = facts.config.agent.llm
+    if llm is None:
+        return {}
+    config = facts.llm_config or _built_in_llm_config()
+    found: dict[str, str] = {}
+    for model in llm.models.values():
+        if model in config.models:
+            found[model] = config.providers[config.models[model].provider].api
+    return found
+
+
+def _translated(facts: RunFacts) -> list[str]:
+    """The run's Claude and Gemini models the agent sends on the OpenAI-style route.
+
+    Definition: a model of an Anthropic or Gemini provider that the run's adapter does not send
+    through the agent's own back-end of that protocol (``llm_route`` ``openai``, or an adapter
+    without the native route); the gateway translates those calls into the provider's API.
+    """
+    llm = facts.config.agent.llm
+    if llm is None:
+        return []
+    native = llm.adapter in NATIVE_ROUTE_ADAPTERS
+    return [
+        model
+        for model, api in _models_by_api(facts).items()
+        if api in NATIVE_APIS and not (native and native_backend(model, llm.llm_route) == api)
+    ]
+
+
+def _routes(facts: RunFacts) -> str:
+    llm = facts.config.agent.llm
+    models = ", ".join(_translated(facts))
+    how = f"llm_route = {None if llm is None else llm.llm_route}"
+    if llm is not None and llm.adapter not in NATIVE_ROUTE_ADAPTERS:
+        how = f"the {llm.adapter} adapter has no native route"
+    return (
+        f"{models} as gw/<model> through the agent's OpenAI-compatible client, translated by "
+        f"the gateway into the provider's API ({how})"
+    )
+
+
+def _openai_models(facts: RunFacts) -> list[str]:
+    return [model for model, api in _models_by_api(facts).items() if api == "openai"]
+
+
+def _openai_endpoint(facts: RunFacts) -> str:
+    config = facts.llm_config or _built_in_llm_config()
+    models = _openai_models(facts)
+    where = sorted(
+        {
+            f"provider {name} at {config.providers[name].base_url}"
+            for name in (config.models[m].provider for m in models)
+        }
+    )
+    return (
+        f"{', '.join(models)} through the gateway's OpenAI-style route to {', '.join(where)} "
+        "(the LLM config's)"
+    )
+
+
 def _llm_field(name: str) -> Callable[[RunFacts], str]:
     def text(facts: RunFacts) -> str:
         llm = facts.config.agent.llm
@@ -179,14 +255,25 @@ DEVIATIONS: tuple[Deviation, ...] = (
     ),
     Deviation(
         id="llm-routes",
-        item="LLM routes",
-        study="GPT-5 through Azure OpenAI; Claude and Gemini through the agents' native "
-        "Anthropic and Gemini back-ends",
-        ours=_fixed(
-            "every call through the LLM gateway's alias gw/<model>, on the OpenAI-style route"
-        ),
-        why="each call metered and logged per run; native routes are not available here",
-        applies=_llm,
+        item="Claude and Gemini routes",
+        study="Claude and Gemini through the agents' own Anthropic and Gemini back-ends, chosen "
+        "by the model's name",
+        ours=_routes,
+        why="llm_route openai (the default; the ReX-MLE condition's) keeps every model on the "
+        "agent's one OpenAI-compatible path; the paper conditions set native for AIDE and "
+        "ML-Master, and R&D-Agent's adapter has no native route",
+        applies=lambda facts: bool(_translated(facts)),
+    ),
+    Deviation(
+        id="openai-endpoint",
+        item="OpenAI endpoint",
+        study="GPT-5 (and R&D-Agent's embedding model) through an Azure OpenAI endpoint, API "
+        "version 2024-12-01-preview",
+        ours=_openai_endpoint,
+        why="ReX-MLE's gateway meters every call and has no Azure provider kind: the same model "
+        "names over the same OpenAI protocol, without the Azure deployment's own settings "
+        "(API version, content filters)",
+        applies=lambda facts: bool(_openai_models(facts)),
     ),
     Deviation(
         id="llm-rate",
@@ -322,11 +409,19 @@ def deviations_of(
     *,
     texts_problem: str | None = None,
     sandbox: str | None = None,
+    llm_config: LlmConfig | None = None,
 ) -> list[DeviationRecord]:
     """The deviations that apply to the run of ``config`` under the LLM ``limits`` enforced.
 
     ``texts_problem``: why the study's texts cannot be used, when they cannot; ``sandbox``: the
-    sandbox kind (``local`` is no sandbox, as the study ran).
+    sandbox kind (``local`` is no sandbox, as the study ran); ``llm_config``: the LLM config of
+    the run's gateway (None: the built-in one).
     """
-    facts = RunFacts(config=config, limits=limits, texts_problem=texts_problem, sandbox=sandbox)
+    facts = RunFacts(
+        config=config,
+        limits=limits,
+        texts_problem=texts_problem,
+        sandbox=sandbox,
+        llm_config=llm_config,
+    )
     return [d.record(facts) for d in DEVIATIONS if d.applies(facts)]

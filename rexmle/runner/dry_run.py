@@ -174,7 +174,7 @@ def run_deviations(
     from rexmle.runner.experiment import uses_llm
     from rexmle.runner.llm_cost import enforced_limits
 
-    _, batch = llm_settings(settings)
+    llm, batch = llm_settings(settings)
     problem = None
     if any(job.config.prompts == "study" for job in jobs):
         from rexmle.agents.study_texts import study_texts_problem
@@ -184,7 +184,10 @@ def run_deviations(
     for job in jobs:
         limits = enforced_limits(job.config, batch) if uses_llm(job) else None
         sandbox = None if settings is None else settings.sandbox
-        for record in deviations_of(job.config, limits, texts_problem=problem, sandbox=sandbox):
+        records = deviations_of(
+            job.config, limits, texts_problem=problem, sandbox=sandbox, llm_config=llm
+        )
+        for record in records:
             first, count = found.get(record.id, (record, 0))
             found[record.id] = (first, count + 1)
     order = [d.id for d in DEVIATIONS]

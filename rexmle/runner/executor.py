@@ -397,7 +397,11 @@ def _run_deviations(
     if options.gateway is not None and _needs_gateway(job, options):
         limits = enforced_limits(job.config, options.gateway.config.limits)
     return deviations_of(
-        job.config, limits, texts_problem=texts_problem, sandbox=options.sandbox.kind
+        job.config,
+        limits,
+        texts_problem=texts_problem,
+        sandbox=options.sandbox.kind,
+        llm_config=None if options.gateway is None else options.gateway.config,
     )
 
 

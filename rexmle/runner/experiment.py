@@ -22,7 +22,8 @@ resources, and conditions (named sets of overrides, e.g. a 24 h and a 3-day time
         selection: study             # study | best-valid: which submission is graded
         solution_informed: false     # the task's winning-solution write-up in the instructions
         budget_usd: none             # USD per run, or none (no cap, still metered)
-        agents: {aide: {steps: 2000, step_timeout_s: 32400}}   # per agent, also time/budget
+        agents: {aide: {steps: 2000, step_timeout_s: 32400, llm_route: native}}
+                                     # per agent, also time/budget/selection/scenario
 
 Expansion order is conditions x agents x models x tasks x seeds, each in file order, so the same
 file always gives the same runs in the same order. A run of an experiment is the same run (same
@@ -44,7 +45,7 @@ from typing import TYPE_CHECKING, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from rexmle.agents.registry import RdAgentScenario, SelectionPolicy
+from rexmle.agents.registry import LlmRoute, RdAgentScenario, SelectionPolicy
 from rexmle.declarations import parse_declaration
 from rexmle.errors import SpecError
 from rexmle.names import NAME_PATTERN
@@ -104,6 +105,9 @@ class AgentEntry(_Strict):
     """LLM agents: which submission is graded (``study`` or ``best-valid``)."""
     scenario: RdAgentScenario | None = None
     """R&D-Agent: its scenario (``kaggle``: the study's KaggleScen; ``data-science``)."""
+    llm_route: LlmRoute | None = None
+    """AIDE, ML-Master: how the agent reaches the gateway (``openai`` or ``native``, see
+    :data:`rexmle.agents.registry.LlmRoute`)."""
 
     @model_validator(mode="after")
     def _distinct_models(self) -> AgentEntry:
@@ -130,6 +134,9 @@ class AgentOverride(_Strict):
     budget_usd: Budget | None = None
     scenario: RdAgentScenario | None = None
     """R&D-Agent only: its scenario under this condition."""
+    llm_route: LlmRoute | None = None
+    """AIDE, ML-Master only: the LLM route under this condition (``native``: Claude and Gemini
+    through the agent's own Anthropic and Gemini back-ends, as the study ran them)."""
 
     @model_validator(mode="after")
     def _budget(self) -> AgentOverride:
@@ -163,7 +170,8 @@ class Condition(_Strict):
     budget_usd: Budget | None = None
     """Every LLM run's USD cap, or ``none``."""
     agents: dict[str, AgentOverride] = {}
-    """Per agent (its entry's ``agent``): steps, step timeout, time limit, selection, budget."""
+    """Per agent (its entry's ``agent``): steps, step timeout, time limit, selection, budget,
+    scenario, LLM route."""
 
     @model_validator(mode="after")
     def _budget(self) -> Condition:
@@ -499,6 +507,7 @@ def resolve_entries(
                 "step_timeout_s": entry.step_timeout_s or override.step_timeout_s,
                 "selection": entry.selection or override.selection,
                 "scenario": entry.scenario or override.scenario,
+                "llm_route": entry.llm_route or override.llm_route,
             }
             given = [name for name, value in llm_only.items() if value]
             if base.llm is None and given:
@@ -535,6 +544,7 @@ def resolve_entries(
                     code_dir=entry.dir,
                     selection=selection if base.llm is not None else None,
                     scenario=override.scenario or entry.scenario,
+                    llm_route=override.llm_route or entry.llm_route,
                 )
                 resolved[(condition, entry.agent, model)] = ResolvedEntry(
                     spec=spec,

@@ -38,6 +38,15 @@ def test_a_route_for_an_agent_without_an_llm_is_refused():
         load_agent("dummy").with_overrides(llm_route="native")
 
 
+def test_the_native_route_is_refused_for_an_adapter_without_one():
+    # R&D-Agent reaches its models through LiteLLM's OpenAI-style calls only
+    with pytest.raises(SpecError, match="the rdagent adapter has the openai route only"):
+        load_agent("rdagent").with_overrides(llm_route="native")
+    assert load_agent("rdagent").with_overrides(llm_route="openai").llm.llm_route == "openai"
+    for agent in ("aide", "ml-master"):
+        assert load_agent(agent).with_overrides(llm_route="native").llm.llm_route == "native"
+
+
 @pytest.mark.parametrize(
     ("model", "route", "expected"),
     [

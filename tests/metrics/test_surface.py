@@ -278,8 +278,10 @@ def test_per_label_hd95_on_boxes_equals_full_volume(a, b, spacing):
 
 
 def _compare_with_deepmind(pred, truth, spacing):
+    # DeepMind's own computation, ties included: the distance-transform route
     reference, scores = _deepmind(truth, pred, spacing)
-    got = surfel_distances(pred, truth, spacing_mm=spacing)
+    with mock.patch.object(surface, "_surfel_route", return_value="transform"):
+        got = surfel_distances(pred, truth, spacing_mm=spacing)
     np.testing.assert_array_equal(got.truth_to_pred_mm, reference["distances_gt_to_pred"])
     np.testing.assert_array_equal(got.truth_areas_mm2, reference["surfel_areas_gt"])
     np.testing.assert_array_equal(got.pred_to_truth_mm, reference["distances_pred_to_gt"])
@@ -314,13 +316,100 @@ def test_surfel_distances_equal_deepmind_on_blobs(seed):
     _compare_with_deepmind(_blobs(shape, seed), _blobs(shape, seed + 50), (3.0, 0.8, 0.8))
 
 
-def test_surfel_distances_k_d_tree_fallback_for_huge_crops():
-    pred, truth = _blobs((12, 20, 24), 7), _blobs((12, 20, 24), 8)
-    reference, _ = _deepmind(truth, pred, (3.0, 0.8, 0.8))
-    with mock.patch.object(surface, "_EXACT_TRANSFORM_MAX_VOXELS", 0):
-        got = surfel_distances(pred, truth, spacing_mm=(3.0, 0.8, 0.8))
-    np.testing.assert_allclose(got.truth_to_pred_mm, reference["distances_gt_to_pred"], rtol=1e-12)
-    np.testing.assert_allclose(got.pred_to_truth_mm, reference["distances_pred_to_gt"], rtol=1e-12)
+def _compare_routes(pred, truth, spacing):
+    """The window / k-d tree route against DeepMind: equal to a relative 1e-12 (exact ties
+    between two nearest surfels may differ in the last bit), scores likewise.
+    """
+    reference, scores = _deepmind(truth, pred, spacing)
+    with mock.patch.object(surface, "_surfel_route", return_value="tree"):
+        got = surfel_distances(pred, truth, spacing_mm=spacing)
+    for ours, theirs in (
+        (got.truth_to_pred_mm, reference["distances_gt_to_pred"]),
+        (got.pred_to_truth_mm, reference["distances_pred_to_gt"]),
+    ):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=0)
+    assert got.robust_hausdorff_mm(95) == pytest.approx(scores["hd95"], rel=1e-12)
+    assert got.mean_average_surface_distance_mm() == pytest.approx(scores["masd"], rel=1e-12)
+    assert got.surface_dice(5.0) == pytest.approx(scores["surface_dice"], rel=1e-12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(masks3, masks3, spacings3)
+def test_surfel_tree_route_equals_deepmind_on_random_masks(a, b, spacing):
+    if not a.any() or not b.any():
+        return
+    _compare_routes(a, b, spacing)
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("spacing", [(3.0, 0.8, 0.8), (0.8, 0.8, 3.0), (0.5, 2.0, 1.0)])
+def test_surfel_tree_route_equals_deepmind_on_blobs(seed, spacing):
+    shape = (12, 20, 24)
+    _compare_routes(_blobs(shape, seed), _blobs(shape, seed + 50), spacing)
+
+
+def test_surfel_tree_route_far_surfaces_and_the_array_border():
+    # Distances far beyond the window (k-d tree) and surfels on the array border.
+    truth = np.zeros((10, 30, 30), dtype=bool)
+    truth[0:3, 0:4, 0:5] = True
+    pred = np.zeros_like(truth)
+    pred[6:10, 22:30, 25:30] = True
+    _compare_routes(pred, truth, (3.0, 0.8, 0.8))
+
+
+@pytest.mark.parametrize(
+    "spacing", [(3.0, 0.8, 0.8), (0.8, 0.8, 3.0), (1.0, 1.0, 1.0), (0.4, 3.0, 2.0), (0.8, 3.0)]
+)
+def test_window_offsets_hold_every_offset_nearer_than_the_window_reach(spacing):
+    offsets, lengths, radii = surface._window_offsets(spacing)
+    assert 0 < len(offsets) <= surface._WINDOW_OFFSETS
+    assert np.all(np.diff(lengths) >= 0)
+    assert np.all(np.abs(offsets) <= np.asarray(radii))
+    # brute force over a much larger box: every offset not kept lies beyond the last kept one
+    # or (inside the window) beyond the reach; so a target found in the window is the nearest
+    reach = min((r + 1) * s for r, s in zip(radii, spacing, strict=True))
+    box = [np.arange(-3 * r - 3, 3 * r + 4) for r in radii]
+    everything = np.stack([a.ravel() for a in np.meshgrid(*box, indexing="ij")], axis=1)
+    everything = everything[np.any(everything != 0, axis=1)]
+    kept = {tuple(o) for o in offsets.tolist()}
+    left_out = np.array([o not in kept for o in map(tuple, everything.tolist())])
+    left_lengths = np.sqrt(((everything[left_out] * np.asarray(spacing)) ** 2).sum(axis=1))
+    assert left_lengths.min() >= reach - 1e-12
+    assert lengths.max() <= reach
+
+
+@pytest.mark.parametrize("half", [False, True])
+def test_surfel_scores_per_spacing_on_a_tumour_in_a_large_volume_equal_deepmind(half):
+    # PANTHER-like: a tumour in a much larger volume, so the rule picks the tree route; both
+    # spacing pairings scored from one grid, each equal to DeepMind on the whole arrays.
+    shape = (60, 64, 24)
+    grid = np.ogrid[: shape[0], : shape[1], : shape[2]]
+    truth = ((grid[0] - 30) / 14) ** 2 + ((grid[1] - 32) / 11) ** 2 + ((grid[2] - 12) / 5) ** 2 <= 1
+    pred = ((grid[0] - 29) / 13) ** 2 + ((grid[1] - 34) / 12) ** 2 + ((grid[2] - 13) / 5) ** 2 <= 1
+    if half:
+        pred = truth.copy()
+        pred[:30] = False
+    spacings = [(3.0, 0.8, 0.8), (0.8, 0.8, 3.0)]
+    routes = []
+    real_route = surface._surfel_route
+
+    def spy(*args):
+        routes.append(real_route(*args))
+        return routes[-1]
+
+    with mock.patch.object(surface, "_surfel_route", side_effect=spy):
+        got = surface.surfel_scores_per_spacing(pred, truth, spacings_mm=spacings)
+    assert set(routes) == {"tree"}
+    for scores, spacing in zip(got, spacings, strict=True):
+        _, reference = _deepmind(truth, pred, spacing)
+        assert scores.hd95_mm == pytest.approx(reference["hd95"], rel=1e-12)
+        assert scores.masd_mm == pytest.approx(reference["masd"], rel=1e-12)
+        assert scores.surface_dice == pytest.approx(reference["surface_dice"], rel=1e-12)
+
+
+def test_surfel_route_rule():
+    assert surface._surfel_route(100, 50, 10) == "transform"
+    assert surface._surfel_route(500_000, 21_000, 31_000) == "tree"
 
 
 def test_surfel_scores_uniform_prediction_gets_the_diagonal():
@@ -383,3 +472,18 @@ def test_official_topcow_voxel_spacing_example():
     spacing = (5.0, 4.0, 3.0)
     scores = per_label_hd95(image2, image1, spacing_mm=spacing)
     assert scores == pytest.approx({1: 6.0, 2: 5.0, 3: 5.0})
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    arrays(np.int8, st.integers(1, 60), elements=st.integers(0, 5)),
+    st.sampled_from([(3.0, 0.8, 0.8), (1.0, 1.0, 1.0)]),
+    st.randoms(use_true_random=False),
+)
+def test_sort_by_distance_then_area_is_lexsort(steps, spacing, rnd):
+    # few distinct distances and codes: ties in both keys
+    _, table, _ = surface._surfel_tables(spacing)
+    codes = np.array([rnd.choice([1, 3, 7, 15, 60, 127, 254]) for _ in steps], dtype=np.uint8)
+    distances = steps.astype(np.float64) * 0.8
+    order = surface._by_distance_then_area(distances, surface._area_ranks(spacing)[codes])
+    np.testing.assert_array_equal(order, np.lexsort((table[codes], distances)))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -13,36 +12,11 @@ from rexmle.preparation import prepare_task
 from rexmle.records.runs import RunConfig, RunRecord, run_dir
 from rexmle.runner.executor import RunJob, RunOptions, execute_run
 from rexmle.runner.sandbox import Sandbox
-from rexmle.runner.sandbox.bwrap import bwrap_problem
 from rexmle.runner.sandbox.local import LocalSandbox
 from rexmle.runner.settings import RunSettings
 from rexmle.tasks.folders import TaskDirs
 
 RunAgent = Callable[..., tuple[RunRecord, Path]]
-
-
-def needs_bwrap() -> pytest.MarkDecorator:
-    """Skip (with the probe's reason) where bubblewrap cannot run."""
-    problem = bwrap_problem()
-    return pytest.mark.skipif(problem is not None, reason=f"bwrap cannot run here: {problem}")
-
-
-def marker_processes(marker: str) -> list[int]:
-    """Pids of live processes whose command line contains ``marker``."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as handle:
-                cmdline = handle.read().replace(b"\0", b" ").decode(errors="replace")
-            with open(f"/proc/{entry}/stat", encoding="utf-8") as handle:
-                state = handle.read().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if marker in cmdline and state not in ("Z", "X"):
-            found.append(int(entry))
-    return found
 
 
 @pytest.fixture
@@ -96,10 +70,3 @@ def run_agent(tmp_path: Path) -> RunAgent:
         return record, folder
 
     return run
-
-
-COPY_SAMPLE = (
-    'cp -r "$DATA_DIR/predictions" "$SUBMISSION_DIR/" && '
-    'cp "$DATA_DIR/sample_submission.csv" "$SUBMISSION_DIR/submission.csv"'
-)
-"""Shell that writes the (valid) isles22 sample submission."""

@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import COPY_SAMPLE, needs_bwrap
+from runner_support import COPY_SAMPLE, needs_bwrap
 from typer.testing import CliRunner, Result
 
 from rexmle.cli import app

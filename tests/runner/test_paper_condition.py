@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from rexmle.agents.adapters.native_llm import native_backend
 from rexmle.cli import app
-from rexmle.llm.config import load_llm_config
+from rexmle.llm.config import LlmConfig, load_llm_config
 from rexmle.runner.deviations import DEVIATIONS, deviations_of
 from rexmle.runner.executor import RunJob
 from rexmle.runner.experiment import experiment_jobs, load_experiment
@@ -35,6 +36,15 @@ STUDY = {
         "scenario": None,
         # agents/aide/config.yaml: agent.search.max_debug_depth 20, agent.search.debug_prob 1
         "options": {"agent.search.max_debug_depth": 20, "agent.search.debug_prob": 1},
+        # aideml 0.2.2 backend: the provider chosen from the model name (claude-* its Anthropic
+        # back-end, gemini-* its Gemini one); gpt-5 on its OpenAI client
+        # (setup/aide/backend_openai.txt: Azure OpenAI)
+        "llm_route": "native",
+        "backends": {
+            "gpt-5": "openai",
+            "claude-sonnet-4-5-20250929": "anthropic",
+            "gemini-3-pro-preview": "gemini",
+        },
     },
     "ml-master": {
         # agents/ML-Master/config.yaml: agent.steps 5000, exec.timeout 43200, TIME_LIMIT 43200
@@ -60,6 +70,14 @@ STUDY = {
             "agent.search.max_improve_failure": 3,
             "agent.search.parallel_search_num": 3,
         },
+        # agents/ML-Master/utils/llm_caller.py: provider from the model name (claude* Anthropic
+        # client, gemini* google-genai); gpt-5: .env ML_MASTER_GPT5_* (Azure OpenAI)
+        "llm_route": "native",
+        "backends": {
+            "gpt-5": "openai",
+            "claude-sonnet-4-5-20250929": "anthropic",
+            "gemini-3-pro-preview": "gemini",
+        },
     },
     "rdagent": {
         # agents/rdagent/config.yaml: no loop count (its default), timeout "12h" = 43200 s
@@ -75,14 +93,31 @@ STUDY = {
         # .env, rexmle_scenario.py: KaggleScen with the MLE-data mode on
         "scenario": "kaggle",
         "options": {},
+        # .env: CHAT_MODEL azure/gpt-5 through LiteLLM (OpenAI-style; no Claude or Gemini run)
+        "llm_route": "openai",
+        "backends": {"gpt-5": "openai"},
     },
 }
 THREE_DAY = {
     # agents/aide/config_3_days.yaml: step_count 10000, time_limit 259200, exec.timeout 32400
     "aide": {"steps": 10000, "step_timeout_s": 32400, "time_limit_s": 259200},
+    # agents/aide/config_3_days.yaml: the same three back-ends
     # agents/rdagent/config_3_days.yaml: timeout "72h" = 259200 s
     "rdagent": {"steps": None, "step_timeout_s": None, "time_limit_s": 259200},
 }
+
+
+def backend_of(job: RunJob, llm: LlmConfig) -> dict[str, str]:
+    """Upstream model -> the back-end the agent itself calls it with (``openai``: its
+    OpenAI-compatible client, the gateway translating for other providers), per chat role.
+    """
+    settings = job.config.agent.llm
+    assert settings is not None
+    return {
+        llm.models[model].upstream: native_backend(model, settings.llm_route) or "openai"
+        for role, model in settings.models.items()
+        if role != "embedding"
+    }
 
 
 def jobs_of(preset: str, condition: str) -> list[RunJob]:
@@ -116,9 +151,13 @@ def test_the_paper_condition_gives_the_study_settings(adapter):
         # no USD cap, as the study; the gateway still meters every call
         assert config.llm_uncapped is True
         assert enforced_limits(config, llm.limits).budget_usd is None
+        assert settings.llm_route == expected["llm_route"]
         chat = {m for role, m in settings.models.items() if role != "embedding"}
         assert len(chat) == 1
         upstreams.add(llm.models[chat.pop()].upstream)
+        # each model reaches the back-end of the agent the study used for it
+        for upstream, backend in backend_of(job, llm).items():
+            assert backend == expected["backends"][upstream], (job.label, upstream)
     assert upstreams == expected["upstreams"]
 
 
@@ -135,7 +174,10 @@ def test_the_three_day_ablation_gives_the_study_settings(adapter):
         assert settings.temperatures == STUDY[adapter]["temperatures"]
         assert settings.selection == "study"
         assert settings.scenario == STUDY[adapter]["scenario"]
+        assert settings.llm_route == STUDY[adapter]["llm_route"]
         assert job.config.llm_uncapped is True
+    informed = adapter_jobs(jobs_of("paper-grid-3day", "solution-informed"), adapter)
+    assert {j.config.agent.llm.llm_route for j in informed} == {STUDY[adapter]["llm_route"]}
     # the reference repository has no 3-day config for ML-Master
     assert not adapter_jobs(jobs_of("paper-grid-3day", "3day"), "ml-master")
 
@@ -160,20 +202,28 @@ def test_the_other_conditions_change_only_what_they_name():
         assert job.config.llm_budget_usd == 100
         assert job.config.agent.llm.selection == "best-valid"
         assert job.config.agent.llm.steps == base.agent.llm.steps
+        # every model on the agent's OpenAI-compatible path, the gateway translating
+        assert job.config.agent.llm.llm_route == "openai"
+        assert set(backend_of(job, load_llm_config()).values()) == {"openai"}
         if job.config.agent.llm.adapter == "rdagent":
             assert job.config.agent.llm.scenario == "data-science"
 
 
 def test_the_table_ids_are_unique_and_the_paper_condition_has_no_avoidable_deviation():
     assert len({d.id for d in DEVIATIONS}) == len(DEVIATIONS)
-    limits = load_llm_config().limits
+    llm = load_llm_config()
+    limits = llm.limits
     for job in jobs_of("paper-grid", "paper"):
         ids = {d.id for d in deviations_of(job.config, enforced_limits(job.config, limits))}
         # what the study did and ReX-MLE keeps on purpose (stated), nothing else
         avoidable = {"prompts", "selection", "llm-budget", "time-limit", "steps", "step-timeout"}
         assert not ids & avoidable, job.label
-        assert {"network", "validation", "sandbox", "llm-routes"} <= ids
+        assert {"network", "validation", "sandbox"} <= ids
         assert ("rdagent-scenario" in ids) is False
+        # Claude and Gemini reach the agents' own back-ends, as in the study
+        assert "llm-routes" not in ids, job.label
+        # gpt-5 went to Azure OpenAI in the study, to the config's OpenAI provider here
+        assert ("openai-endpoint" in ids) == ("gpt-5" in backend_of(job, llm)), job.label
     job = jobs_of("paper-grid", "paper")[0]
     # the local sandbox isolates nothing, as the study's agents ran: no sandbox deviation then
     assert "sandbox" in {d.id for d in deviations_of(job.config, limits, sandbox="bwrap")}
@@ -183,6 +233,67 @@ def test_the_table_ids_are_unique_and_the_paper_condition_has_no_avoidable_devia
         assert {"prompts", "selection", "llm-budget"} <= ids
         if job.config.agent.llm.adapter == "rdagent":
             assert "rdagent-scenario" in ids
+        translated = {"claude-sonnet-4-5-20250929", "gemini-3-pro-preview"} & set(
+            backend_of(job, llm)
+        )
+        assert ("llm-routes" in ids) == bool(translated), job.label
+
+
+def only(jobs: list[RunJob], agent_id: str) -> RunJob:
+    (job,) = [j for j in jobs if j.config.task == "isles22" and j.config.agent.id == agent_id]
+    return job
+
+
+def deviation(job: RunJob, deviation_id: str, llm: LlmConfig | None = None):
+    records = deviations_of(job.config, None, llm_config=llm)
+    return next((d for d in records if d.id == deviation_id), None)
+
+
+def test_the_llm_route_deviation_follows_the_route_each_model_takes():
+    paper = only(jobs_of("paper-grid", "paper"), "ml-master-gemini-3-pro")
+    assert deviation(paper, "llm-routes") is None
+    # the same run on the openai route: Gemini is translated by the gateway, and stated so
+    spec = paper.config.agent.with_overrides(llm_route="openai")
+    openai = paper.config.model_copy(update={"agent": spec})
+    record = deviation(RunJob(openai, paper.group, paper.folder), "llm-routes")
+    assert record is not None
+    assert record.ours.startswith("gemini-3-pro as gw/<model>")
+    assert "(llm_route = openai)" in record.ours
+    # an adapter without a native route: stated with the reason, whatever the model
+    rexmle = only(jobs_of("paper-grid", "rexmle"), "rdagent-gpt-5")
+    claude = rexmle.config.agent.with_overrides(model="claude-sonnet-4-5", name="rd")
+    job = RunJob(rexmle.config.model_copy(update={"agent": claude}), rexmle.group, rexmle.folder)
+    record = deviation(job, "llm-routes")
+    assert record is not None
+    assert "the rdagent adapter has no native route" in record.ours
+    # a model that is neither Claude nor Gemini has no native back-end to miss
+    assert deviation(only(jobs_of("paper-grid", "rexmle"), "aide-gpt-5"), "llm-routes") is None
+
+
+def test_the_openai_endpoint_deviation_names_the_configured_provider():
+    job = only(jobs_of("paper-grid", "paper"), "rdagent-gpt-5")
+    record = deviation(job, "openai-endpoint")
+    assert record is not None
+    assert "Azure OpenAI" in record.study
+    assert record.ours.startswith("gpt-5, text-embedding-3-small through the gateway's")
+    assert "provider openai at https://api.openai.com/v1" in record.ours
+    llm = load_llm_config()
+    moved = llm.model_copy(
+        update={
+            "providers": {
+                **llm.providers,
+                "openai": llm.providers["openai"].model_copy(
+                    update={"base_url": "https://llm.example.org/v1"}
+                ),
+            }
+        }
+    )
+    elsewhere = deviation(job, "openai-endpoint", moved)
+    assert elsewhere is not None
+    assert "provider openai at https://llm.example.org/v1" in elsewhere.ours
+    # Claude on its own back-end: no OpenAI model, nothing to state
+    assert deviation(only(jobs_of("paper-grid", "paper"), "aide-claude-sonnet-4-5"),
+                     "openai-endpoint") is None  # fmt: skip
 
 
 def dry_run(*args: str, runs: Path) -> str:
@@ -204,7 +315,7 @@ def test_dry_run_states_each_deviation_with_study_ours_and_why(tmp_path: Path):
         "sandbox",
         "environment",
         "validation",
-        "llm-routes",
+        "openai-endpoint",
         "llm-rate",
         "gpus",
         "grading-script",
@@ -213,12 +324,16 @@ def test_dry_run_states_each_deviation_with_study_ours_and_why(tmp_path: Path):
     ]
     assert "[network] network (140 of 140 runs)" in output
     assert "[ml-master-upload] ML-Master validation upload (60 of 140 runs)" in output
+    # gpt-5 of AIDE, ML-Master and R&D-Agent; Claude and Gemini on the agents' own back-ends
+    assert "[openai-endpoint] OpenAI endpoint (60 of 140 runs)" in output
     block = output.split("[validation]", 1)[1].split("  [", 1)[0]
     assert "study: a validation server ran the full grader against the private answers" in block
     assert "ours:  the validation server checks the format only and never scores" in block
     assert "why:   a score against the test answers leaks them" in block
     rexmle = dry_run("--experiment", "paper-grid", "--condition", "rexmle", runs=tmp_path / "r")
     assert {"prompts", "selection", "llm-budget", "rdagent-scenario"} <= set(deviation_ids(rexmle))
+    # AIDE's and ML-Master's Claude and Gemini runs: 4 pairs x 20 tasks
+    assert "[llm-routes] Claude and Gemini routes (80 of 140 runs)" in rexmle
     day = dry_run("--experiment", "paper-grid", "--condition", "24h", runs=tmp_path / "r")
     assert "ours:  86400 s (24 h)" in day
     # an agent the study did not run has nothing to deviate from
@@ -282,10 +397,53 @@ def test_a_preset_condition_applies_its_new_fields_to_a_flag_run(agent):
         assert job.config.time_limit_s == STUDY[adapter]["time_limit_s"]
         assert settings.selection == "study"
         assert settings.scenario == STUDY[adapter]["scenario"]
+        assert settings.llm_route == STUDY[adapter]["llm_route"]
         assert job.config.prompts == "study"
         assert job.config.llm_uncapped is True
         assert job.config.solution_informed is (True if "solution" in name else None)
         assert job.group == f"default-{name.rpartition('/')[2]}"
+    (job,) = experiment_jobs(with_condition(flags, preset_condition("rexmle")), Path("runs"))
+    assert job.config.agent.llm.llm_route == "openai"
+
+
+def test_a_flag_run_takes_the_route_from_its_condition():
+    """``rexmle run --agent aide/claude-sonnet-4-5 --condition NAME``, as the command builds it."""
+    from rexmle.runner.experiment import AgentEntry, Experiment, preset_condition, with_condition
+
+    flags = Experiment(
+        name="default",
+        agents=[AgentEntry(agent="aide/claude-sonnet-4-5")],
+        tasks=["isles22"],
+        seeds=[0],
+    )
+    routes = {}
+    for name in ("paper", "rexmle"):
+        (job,) = experiment_jobs(with_condition(flags, preset_condition(name)), Path("runs"))
+        ids = {d.id for d in deviations_of(job.config, None)}
+        routes[name] = (job.config.agent.llm.llm_route, "llm-routes" in ids)
+    assert routes == {"paper": ("native", False), "rexmle": ("openai", True)}
+
+
+def test_a_native_route_for_an_adapter_without_one_is_refused(tmp_path: Path):
+    from rexmle.errors import SpecError
+    from rexmle.runner.experiment import AgentEntry, resolve_agents
+
+    study = tmp_path / "study.yaml"
+    study.write_text(
+        "name: s\nagents: [{agent: rdagent}]\ntasks: [isles22]\nseeds: [0]\n"
+        "conditions: [{name: c, agents: {rdagent: {llm_route: native}}}]\n"
+    )
+    with pytest.raises(SpecError, match="the rdagent adapter has the openai route only"):
+        resolve_agents(load_experiment(study))
+    with pytest.raises(SpecError, match="not an llm agent: llm_route apply to llm agents only"):
+        resolve_agents(
+            load_experiment(study).model_copy(
+                update={
+                    "agents": [AgentEntry(agent="baseline", llm_route="openai")],
+                    "conditions": [],
+                }
+            )
+        )
 
 
 def test_dry_run_warns_when_solution_informed_runs_lack_a_writeup(tmp_path: Path, monkeypatch):

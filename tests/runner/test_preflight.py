@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import COPY_SAMPLE
+from runner_support import COPY_SAMPLE
 from typer.testing import CliRunner, Result
 
 from rexmle.cli import app

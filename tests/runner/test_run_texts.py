@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import COPY_SAMPLE, needs_bwrap
+from runner_support import COPY_SAMPLE, needs_bwrap
 
 from rexmle.agents.registry import load_agent
 from rexmle.errors import SpecError
@@ -174,8 +174,14 @@ def test_a_command_agent_in_bwrap_runs_score_py(tmp_path: Path, isles22_dirs):
     assert scored["metrics"]["dice"] == pytest.approx(1.0)
 
 
+@pytest.mark.parametrize(
+    ("agent_id", "model_deviation"),
+    # gpt-5: the study's went to Azure OpenAI, ours to the config's OpenAI provider; Claude goes
+    # through AIDE's own Anthropic back-end, as in the study: nothing to state
+    [("aide-gpt-5", ["openai-endpoint"]), ("aide-claude-sonnet-4-5", [])],
+)
 def test_a_paper_condition_run_records_its_condition_selection_and_deviations(
-    tmp_path: Path, isles22_dirs, monkeypatch
+    tmp_path: Path, isles22_dirs, monkeypatch, agent_id, model_deviation
 ):
     """The preset's paper condition, run end to end on the mini data with AIDE's environment
     stood in by this interpreter (no agent installed: the adapter stops for want of a gateway,
@@ -195,7 +201,7 @@ def test_a_paper_condition_run_records_its_condition_selection_and_deviations(
         update={"suite": None, "tasks": ["isles22"], "mini": True}
     )
     jobs = experiment_jobs(grid.only_condition("paper"), tmp_path / "runs", recorded_name="pg")
-    (job,) = [j for j in jobs if j.config.agent.id == "aide-gpt-5"]
+    (job,) = [j for j in jobs if j.config.agent.id == agent_id]
     options = RunOptions(
         settings=RunSettings(
             runs_dir=tmp_path / "runs",
@@ -218,7 +224,7 @@ def test_a_paper_condition_run_records_its_condition_selection_and_deviations(
         "network",
         "environment",
         "validation",
-        "llm-routes",
+        *model_deviation,
         "gpus",
         "grading-script",
         "prompts-unavailable",
@@ -229,3 +235,9 @@ def test_a_paper_condition_run_records_its_condition_selection_and_deviations(
     assert config["selection"] == "study"
     assert config["steps"] == 2000
     assert config["study_texts"] is None  # not fetched: the agent gets ReX-MLE's texts
+    # the route: in the run's recorded agent spec and in what the adapter reads
+    assert record.config.agent.llm is not None
+    assert record.config.agent.llm.llm_route == "native"
+    recorded = json.loads((job.folder / "run.json").read_text())
+    assert recorded["config"]["agent"]["llm"]["llm_route"] == "native"
+    assert config["llm_route"] == "native"

@@ -7,7 +7,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from conftest import COPY_SAMPLE, marker_processes, needs_bwrap
+from runner_support import COPY_SAMPLE, marker_processes, needs_bwrap
 
 import rexmle
 from rexmle.runner.sandbox import SandboxRequest, choose_sandbox

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import COPY_SAMPLE, marker_processes
+from runner_support import COPY_SAMPLE, marker_processes
 from typer.testing import CliRunner, Result
 
 from rexmle.cli import app

@@ -8,7 +8,7 @@ import stat
 from pathlib import Path
 
 import pytest
-from conftest import COPY_SAMPLE
+from runner_support import COPY_SAMPLE
 
 from rexmle.records.runs import read_record
 from rexmle.runner.sandbox import choose_sandbox

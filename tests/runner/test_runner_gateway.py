@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import COPY_SAMPLE, needs_bwrap
+from runner_support import COPY_SAMPLE, needs_bwrap
 
 from rexmle.agents.registry import load_agent
 from rexmle.llm.config import parse_llm_config

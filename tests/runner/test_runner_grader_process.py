@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from conftest import COPY_SAMPLE, marker_processes
+from runner_support import COPY_SAMPLE, marker_processes
 
 from rexmle.runner.limits import EXIT_PARENT_GONE, limited_argv
 

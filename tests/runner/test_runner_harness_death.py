@@ -19,7 +19,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from conftest import marker_processes, needs_bwrap
+from runner_support import marker_processes, needs_bwrap
 
 from rexmle.runner.sandbox import SandboxRequest, choose_sandbox
 from rexmle.runner.sandbox.lifeline import SocketLifeline

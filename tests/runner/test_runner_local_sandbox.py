@@ -10,7 +10,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from conftest import marker_processes
+from runner_support import marker_processes
 
 from rexmle.runner.sandbox import SandboxRequest, choose_sandbox
 from rexmle.runner.sandbox.local import LocalSandbox

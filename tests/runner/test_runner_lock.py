@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import COPY_SAMPLE
+from runner_support import COPY_SAMPLE
 
 from rexmle.records.runs import read_record
 from rexmle.runner.run_lock import RunLocked, run_folder_lock

@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 
 import numpy as np
-from conftest import COPY_SAMPLE
 from PIL import Image
+from runner_support import COPY_SAMPLE
 
 from rexmle.report.overlays import GAP_PX, MANIFEST, MAX_TOTAL_BYTES, OVERLAY_DIR
 from rexmle.report.viewing import PANEL_MAX

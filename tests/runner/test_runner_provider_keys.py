@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import COPY_SAMPLE
+from runner_support import COPY_SAMPLE
 
 from rexmle.llm.gateway import PROVIDER_KEY_VARIABLES
 

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import needs_bwrap
+from runner_support import needs_bwrap
 
 from rexmle.runner.sandbox import Relay, SandboxRequest
 from rexmle.runner.sandbox.bwrap import BwrapSandbox

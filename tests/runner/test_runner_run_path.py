@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import typer
 import yaml
-from conftest import COPY_SAMPLE
+from runner_support import COPY_SAMPLE
 from typer.testing import CliRunner, Result
 
 from rexmle.cli import app

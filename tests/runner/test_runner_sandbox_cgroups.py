@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from conftest import needs_bwrap
+from runner_support import needs_bwrap
 
 from rexmle.runner.sandbox import SandboxLimits, SandboxRequest
 from rexmle.runner.sandbox.bwrap import BwrapSandbox

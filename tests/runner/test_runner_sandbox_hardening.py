@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import COPY_SAMPLE, marker_processes, needs_bwrap
+from runner_support import COPY_SAMPLE, marker_processes, needs_bwrap
 
 import rexmle
 from rexmle.agents.registry import load_agent

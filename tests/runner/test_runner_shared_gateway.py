@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import COPY_SAMPLE, needs_bwrap
+from runner_support import COPY_SAMPLE, needs_bwrap
 
 from rexmle.llm.node_gateway import RUNTIME_ENV
 from rexmle.llm.standin import Reply

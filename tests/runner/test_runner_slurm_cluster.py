@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import COPY_SAMPLE, marker_processes
+from runner_support import COPY_SAMPLE, marker_processes
 
 from rexmle.llm.standin import Reply
 from rexmle.records.runs import read_record

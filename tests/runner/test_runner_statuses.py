@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import uuid
 
-from conftest import COPY_SAMPLE, marker_processes
+from runner_support import COPY_SAMPLE, marker_processes
 
 from rexmle.records.runs import read_record
 

@@ -66,7 +66,12 @@ def score_arrays(
     ``ranked_spacing`` (per array axis) replaces the official pairing for the ranked surface
     keys (the published study's pairing, ``study.py``).
     """
-    uniform = not pred.any() or bool(pred.all())
+    # Every foreground voxel lies in the union's bounding box: counts there are the counts.
+    box = bounding_box(pred | truth)
+    whole = box is not None and all(
+        b.stop - b.start == n for b, n in zip(box, pred.shape, strict=True)
+    )
+    uniform = box is None or not pred[box].any() or (whole and bool(pred.all()))
     ranked, physical = surfel_scores_per_spacing(
         pred,
         truth,
@@ -76,9 +81,10 @@ def score_arrays(
         ],
         tolerance_mm=TOLERANCE_MM,
         percent=PERCENT,
+        box=box,
     )
-    # Every foreground voxel lies in the union's bounding box: counts there are the counts.
-    box = bounding_box(pred | truth) or tuple(slice(0, 0) for _ in pred.shape)
+    if box is None:
+        box = tuple(slice(0, 0) for _ in pred.shape)
     pred, truth = pred[box], truth[box]
     voxel_mm3 = math.prod(spacing_xyz)
     return {
