@@ -11,7 +11,9 @@ import typer
 
 from rexmle import __version__
 from rexmle.cli_help import HelpGroup
+from rexmle.config import resolve_runs_dir
 from rexmle.errors import RexmleError
+from rexmle.runner.commands import RunsArgument
 from rexmle.terminal import console
 
 if TYPE_CHECKING:
@@ -31,7 +33,6 @@ TaskArgument = Annotated[str, typer.Argument(help="Task id (rexmle list shows th
 SubmissionArgument = Annotated[
     Path, typer.Argument(help="Submission folder: submission.csv and the files it names.")
 ]
-RunsArgument = Annotated[Path, typer.Argument(help="Runs folder (or a group inside it).")]
 DataDirOption = Annotated[
     Path | None,
     typer.Option("--data-dir", help="Data dir (default: $REXMLE_DATA_DIR or ~/.cache/rexmle)."),
@@ -137,7 +138,7 @@ def list_tasks(data_dir: DataDirOption = None, as_json: JsonFlag = False) -> Non
 
 @app.command("info")
 def info(task: TaskArgument, data_dir: DataDirOption = None, as_json: JsonFlag = False) -> None:
-    """Show a task's spec, sources, metrics, leaderboard size and preparation state."""
+    """Show a task's spec, sources, metrics, leaderboard, winning-solution write-up, data state."""
     from rexmle.sources.published import published_for
     from rexmle.tasks.definitions import ERRATA_DOC
     from rexmle.tasks.folders import read_prepared, task_dirs
@@ -229,12 +230,21 @@ def info(task: TaskArgument, data_dir: DataDirOption = None, as_json: JsonFlag =
 
 
 def _print_writeup(family: str, writeup: SolutionWriteup | None) -> None:
-    """The winning-solution lines of ``rexmle info``: team, score and every source."""
+    """The winning-solution lines of ``rexmle info``: team, score, the write-up's method and
+    details, what is not established, and every source.
+    """
+    from rexmle.tasks.solutions import DETAIL_FIELDS
+
     if writeup is None:
         out.print(f"winning solution: none written (rexmle/challenges/{family}/solutions.yaml)")
         return
     rank = f", rank {writeup.rank}" if writeup.rank is not None else ""
     out.print(f"winning solution: {writeup.team}{rank} — {writeup.reported_score}", highlight=False)
+    fields = [("method", "method"), *DETAIL_FIELDS, ("not_established", "not established")]
+    for name, heading in fields:
+        text = getattr(writeup, name)
+        if text:
+            out.print(f"  {heading.lower()}: {text}", highlight=False, markup=False)
     for source in writeup.sources:
         out.print(f"  source: {source.title} ({source.kind}): {source.address}", highlight=False)
 
@@ -264,7 +274,8 @@ def prepare(
     from rexmle.tasks.registry import all_tasks
 
     if all_tasks_flag == bool(tasks):
-        raise _fail(ValueError("give task ids or --all (not both)"))
+        both = " (not both)" if all_tasks_flag else ""
+        raise _fail(ValueError(f"give task ids or --all{both}"))
     ids = list(all_tasks()) if all_tasks_flag else list(tasks or [])
     failed = 0
     for task_id in ids:
@@ -451,7 +462,11 @@ def rank(
             if key not in board.directions:
                 msg = f"{key!r} is not a leaderboard metric of {task}; metrics: {board.metrics}"
                 raise ValueError(msg)
-            metrics[key] = float(text)
+            try:
+                metrics[key] = float(text)
+            except ValueError:
+                msg = f"{item!r}: {key} must be a number, got {text!r}"
+                raise ValueError(msg) from None
         ranking = board.rank(metrics)
     except (RexmleError, ValueError) as error:
         raise _fail(error) from error
@@ -463,7 +478,7 @@ def rank(
 
 @app.command("report")
 def report(
-    runs_dir: RunsArgument,
+    runs_dir: RunsArgument = None,
     html_out: Annotated[
         Path | None,
         typer.Option("--html", help="Write an HTML report (FILE.html) or the run browser (DIR/)."),
@@ -502,6 +517,7 @@ def report(
         if definitions not in ("official", "study", "both"):
             msg = f"--definitions must be official, study or both, got {definitions!r}"
             raise ValueError(msg)
+        runs_dir = resolve_runs_dir(runs_dir)
         results = collect_runs(runs_dir)
         if not results:
             raise _fail(ValueError(f"no runs found under {runs_dir}"))
@@ -536,13 +552,15 @@ def report(
     browser = html_out is not None and html_out not in written
     for path in written if not browser else [p for p in written if p.name == "index.html"]:
         out.print(f"wrote {path}")
-    if browser:
-        out.print(f"wrote {len(written) - 1} run pages and plots under {html_out}")
+    if browser and html_out is not None:
+        pages = len([p for p in written if p.is_relative_to(html_out / "runs")])
+        plots = len([p for p in written if p.is_relative_to(html_out / "plots")])
+        out.print(f"wrote {pages} run pages and {plots} plots under {html_out}")
 
 
 @app.command("analyze")
 def analyze(
-    runs_dir: RunsArgument,
+    runs_dir: RunsArgument = None,
     data_dir: DataDirOption = None,
     json_out: Annotated[
         Path | None, typer.Option("--json", help="Write every run's analysis as JSON.")
@@ -562,6 +580,7 @@ def analyze(
 
     data_dir = resolve_data_dir(data_dir)
     try:
+        runs_dir = resolve_runs_dir(runs_dir)
         results = collect_runs(runs_dir)
         require_runs(results, runs_dir)
         analyses = analyze_runs(results, data_dir=data_dir)

@@ -54,3 +54,17 @@ def test_cli_rank_audits_published_numbers() -> None:
     unknown = _cli("rank", TASK, "hd95=1")
     assert unknown.returncode == 2
     assert "not a leaderboard metric" in unknown.stderr
+    not_a_number = _cli("rank", TASK, "dice=0,7", "lesion_f1=0", "lesion_count_diff=1",
+                        "abs_volume_diff=1")  # fmt: skip
+    assert not_a_number.returncode == 2
+    assert "'dice=0,7': dice must be a number, got '0,7'" in not_a_number.stderr
+
+
+def test_prepare_without_tasks_asks_for_them_without_saying_both_were_given() -> None:
+    neither = _cli("prepare")
+    assert neither.returncode == 2
+    assert "give task ids or --all" in neither.stderr
+    assert "not both" not in neither.stderr
+    both = _cli("prepare", TASK, "--all")
+    assert both.returncode == 2
+    assert "give task ids or --all (not both)" in both.stderr

@@ -77,3 +77,11 @@ def test_flags_show_no_type_and_repeatable_options_their_element_type() -> None:
     assert "<" not in flag_line
     task_line = next(line for line in text.splitlines() if "--task " in line)
     assert "<str>..." in task_line
+
+
+def test_run_names_every_shipped_preset() -> None:
+    from rexmle.runner.experiment import PRESETS
+
+    text = " ".join(help_of(("run",)).replace("│", " ").split())
+    assert all(preset in text for preset in PRESETS), PRESETS
+    assert f"a shipped preset: {', '.join(PRESETS)}" in text

@@ -33,6 +33,10 @@ SYNC_INTERVAL_S = 2.0
 """Seconds between two looks at the agent's results (a look reads only changed files)."""
 
 
+class EnvNotInstalled(SpecError):
+    """An llm agent's locked environment is not installed (the message gives the command)."""
+
+
 class AgentEnvRecord(BaseModel):
     """The ``agent_env`` entry of run.json: which locked environment ran the agent."""
 
@@ -130,7 +134,8 @@ def require_startable(spec: AgentSpec, *, hidden: Sequence[Path]) -> None:
 
     Raises:
         SpecError: no command (``command`` agent without ``--agent-cmd``), or an llm agent
-            whose environment is not installed or lies where the sandbox hides it.
+            whose environment lies where the sandbox hides it.
+        EnvNotInstalled: an llm agent whose environment is not installed.
     """
     if spec.llm is None:
         spec.argv()
@@ -142,7 +147,7 @@ def require_startable(spec: AgentSpec, *, hidden: Sequence[Path]) -> None:
             f"the environment of {spec.id} is not installed ({env.root}): run "
             f"`rexmle agents install {spec.llm.environment}` first"
         )
-        raise SpecError(msg)
+        raise EnvNotInstalled(msg)
 
 
 def prepare_launch(

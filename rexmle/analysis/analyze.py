@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from rexmle.analysis.cases import case_pairs, mask_column, read_pair
+from rexmle.analysis.cases import case_pairs, instance_labels, mask_column, read_pair
 from rexmle.analysis.geometry import GeometryFinding, diagnose
 from rexmle.analysis.taxonomy import FailureClass, classify
 from rexmle.errors import RexmleError
@@ -92,13 +92,14 @@ def geometry_of_run(
         )
     pairs = _spread(case_pairs(result.task, result.path / "submission", dirs.gold), MAX_CASES)
     findings: list[GeometryFinding] = []
+    instances = instance_labels(result.task)
     for pair in pairs:
         try:
             gold, predicted = read_pair(pair)  # type: ignore[arg-type]
             truth, pred = gold.array, predicted.array
             if not pred.any() and not truth.any():
                 continue
-            findings.append(diagnose(pred, truth))
+            findings.append(diagnose(pred, truth, instances=instances))
         except (ImageReadError, ValueError) as error:
             return GeometryVerdict("skipped", f"case {pair.case_id}: {error}")  # type: ignore[attr-defined]
     if not findings:

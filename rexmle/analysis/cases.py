@@ -52,6 +52,18 @@ def mask_column(task_id: str) -> tuple[str, str] | None:
     return file_column(task_id, ("segmentation",))
 
 
+def instance_labels(task_id: str) -> bool:
+    """Whether the label values of the task's mask column number objects (``labels: instances``
+    in its file rule) rather than name classes.
+    """
+    spec = all_tasks()[task_id]
+    column = mask_column(task_id)
+    if column is None or spec.submission is None:
+        return False
+    rules = [c.file for c in spec.submission.columns if c.name == column[1] and c.file]
+    return any(rule.labels == "instances" for rule in rules)
+
+
 def _paths(
     folder: Path, id_column: str, column: str, suffixes: tuple[str, ...] = MASK_SUFFIXES
 ) -> dict[str, Path]:

@@ -130,13 +130,17 @@ def _relabel(array: npt.NDArray[np.generic], mapping: dict[int, int]) -> npt.NDA
     return out
 
 
-def diagnose(pred: npt.NDArray[np.generic], truth: npt.NDArray[np.generic]) -> GeometryFinding:
+def diagnose(
+    pred: npt.NDArray[np.generic], truth: npt.NDArray[np.generic], *, instances: bool = False
+) -> GeometryFinding:
     """The best geometric transform and relabelling of ``pred`` against ``truth``.
 
     The transform is searched on foreground Dice (on a subsample above ``MAX_SEARCH_VOXELS``);
     with several labels, the transforms within 0.05 of the best foreground Dice are compared on
     label Dice (so a left-right flip of a symmetric structure, which moves only the labels, is
     found as a flip). When no transform helps, a relabelling is checked on label Dice.
+    ``instances``: the labels number objects in any order (an instance mask), so only the
+    foreground is compared and a relabelling is never a finding.
 
     Raises:
         ValueError: the arrays differ in number of axes.
@@ -158,7 +162,7 @@ def diagnose(pred: npt.NDArray[np.generic], truth: npt.NDArray[np.generic]) -> G
         return GeometryFinding("ok", "", 0.0, 0.0)
     as_is = foreground_dice(pred[view], small_truth) if fits else 0.0
     n_labels = len(np.unique(small_truth)) - 1
-    if 1 < n_labels <= MAX_REMAP_LABELS:
+    if not instances and 1 < n_labels <= MAX_REMAP_LABELS:
         # several labels: among the transforms that fit the foreground about as well as the best,
         # the one that fits the labels (a left-right flip of a symmetric anatomy moves only labels)
         top = max(c[0] for c in candidates)
@@ -182,7 +186,7 @@ def diagnose(pred: npt.NDArray[np.generic], truth: npt.NDArray[np.generic]) -> G
         if flip:
             words.append(f"flip axes {flip}")
         return GeometryFinding(kind, ", then ".join(words), as_is, score)
-    if pred.shape != truth.shape:
+    if pred.shape != truth.shape or instances:
         return GeometryFinding("ok", "", as_is, as_is)
     labels_as_is = label_dice(pred, truth)
     mapping = _best_relabelling(pred, truth)

@@ -37,8 +37,9 @@ def install(
 STANDIN_HELP = "\n\n".join(
     [
         "Serve the offline stand-in provider on 127.0.0.1:PORT until Ctrl-C.",
-        "It speaks OpenAI chat completions and Responses, Anthropic messages (streamed or not) "
-        "and embeddings, and answers every call from a reply script, then with --default-text. "
+        "It speaks OpenAI chat completions and Responses, Anthropic messages and Gemini "
+        "generateContent (streamed or not) and embeddings, and answers every call from a reply "
+        "script, then with --default-text. "
         "No call leaves the machine and nothing is charged, but the gateway meters the calls "
         "with the prices of the config, so budgets act as they would with a provider.",
         "\b\n  rexmle llm standin &\n  rexmle run --agent aide --task isles22 --mini "

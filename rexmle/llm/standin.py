@@ -757,9 +757,23 @@ def standin_config_path() -> Path:
 
 
 def standin_config_text(port: int) -> str:
-    """The shipped config with its base URLs on ``port`` instead of :data:`DEFAULT_PORT`."""
+    """The shipped config with its base URLs on ``port`` instead of :data:`DEFAULT_PORT`.
+
+    For another port the shipped header comment (which speaks of the default port and of
+    ``--config-path``) is replaced by one that says which command wrote the file.
+    """
     text = standin_config_path().read_text(encoding="utf-8")
-    return text.replace(f"127.0.0.1:{DEFAULT_PORT}", f"127.0.0.1:{port}")
+    if port == DEFAULT_PORT:
+        return text
+    lines = text.splitlines(keepends=True)
+    body = [line for line in lines if not line.startswith("#")]
+    header = (
+        f"# The LLM config of the offline stand-in serving on http://127.0.0.1:{port}, written by\n"
+        f"# rexmle llm standin --port {port} --config-out FILE: every model of the built-in\n"
+        "# config, answered by the stand-in, with the built-in config's prices and no key.\n"
+    )
+    moved = "".join(body).replace(f"127.0.0.1:{DEFAULT_PORT}", f"127.0.0.1:{port}")
+    return header + moved
 
 
 def serve(upstream: ScriptedUpstream, on_ready: Callable[[str], None]) -> None:

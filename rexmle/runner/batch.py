@@ -41,7 +41,8 @@ def select_tasks(tasks: Sequence[str], suite: str | None) -> tuple[list[str], bo
         SpecError: both or neither given, an unknown suite, or an unknown task id.
     """
     if bool(tasks) == (suite is not None):
-        msg = "give --task TASK (one or more) or --suite SUITE, not both"
+        both = ", not both" if tasks else ""
+        msg = f"give --task TASK (one or more) or --suite SUITE{both}"
         raise SpecError(msg)
     if suite is not None:
         if suite not in SUITES:

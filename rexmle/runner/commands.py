@@ -18,10 +18,20 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
+from rexmle.config import resolve_runs_dir
 from rexmle.errors import RexmleError
 from rexmle.names import require_folder_names
 from rexmle.runner.limits import DEFAULT_GRADE_MEMORY_BYTES, DEFAULT_VALIDATION_MEMORY_BYTES
 from rexmle.terminal import console
+
+RunsArgument = Annotated[
+    Path | None,
+    typer.Argument(
+        help="Runs folder, or a group inside it (default: $REXMLE_RUNS_DIR or ./runs).",
+        show_default=False,
+    ),
+]
+"""The runs folder a reading command looks at (``rexmle.config.resolve_runs_dir`` when omitted)."""
 
 if TYPE_CHECKING:
     from rexmle.runner.experiment import Experiment
@@ -127,8 +137,13 @@ def experiment_from_flags(study: dict[str, object]) -> Experiment:
     tasks, suite_is_mini = select_tasks(study["task"] or [], study["suite"])  # type: ignore[arg-type]
     gpus = _parse_gpus(study["gpus"])  # type: ignore[arg-type]
     model = study["model"]
+    agent = str(study["agent"])
+    if model is not None and "/" in agent and not agent.endswith((".yaml", ".yml")):
+        msg = f"--agent {agent} names its model already: drop --model {model}, or give --agent "
+        msg += f"{agent.partition('/')[0]} --model {model}"
+        raise ValueError(msg)
     entry = AgentEntry(
-        agent=str(study["agent"]),
+        agent=agent,
         models=[] if model is None else [str(model)],
         memory_limit_mb=study["memory_limit_mb"],  # type: ignore[arg-type]
         network=study["network"],  # type: ignore[arg-type]
@@ -350,7 +365,10 @@ def run(
     ] = False,
     experiment: Annotated[
         str | None,
-        typer.Option("--experiment", help="Experiment file (YAML) or preset (paper-grid)."),
+        typer.Option(
+            "--experiment",
+            help="Experiment file (YAML) or a shipped preset: paper-grid, paper-grid-3day.",
+        ),
     ] = None,
     condition: Annotated[
         str | None,
@@ -441,7 +459,10 @@ def run(
                     force_config=force_config,
                 )
             except RexmleError as error:
-                if experiment is None:
+                from rexmle.agents.llm_launch import EnvNotInstalled
+
+                # a study by flags shows its runs before its agents are installed, as a file's
+                if experiment is None and not isinstance(error, EnvNotInstalled):
                     raise
                 from rexmle.runner.experiment import expand
 
@@ -477,7 +498,7 @@ def run(
 
 
 def cancel(
-    runs_dir: Annotated[Path, typer.Argument(help="Runs folder (or a group inside it).")],
+    runs_dir: RunsArgument = None,
 ) -> None:
     """Cancel the Slurm jobs of the runs under RUNS_DIR, queued or running: each run is recorded
     cancelled and runs again the next time.
@@ -485,6 +506,7 @@ def cancel(
     from rexmle.runner.executor_slurm import cancel_jobs
     from rexmle.runner.status import run_folders
 
+    runs_dir = resolve_runs_dir(runs_dir)
     if not runs_dir.is_dir():
         raise _fail(ValueError(f"{runs_dir} is not a folder"))
     try:
@@ -500,7 +522,7 @@ def cancel(
 
 
 def status(
-    runs_dir: Annotated[Path, typer.Argument(help="Runs folder (or a group inside it).")],
+    runs_dir: RunsArgument = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
 ) -> None:
     """Runs per status under RUNS_DIR, with an ETA for the unfinished ones.
@@ -512,6 +534,7 @@ def status(
 
     from rexmle.runner.status import runs_status
 
+    runs_dir = resolve_runs_dir(runs_dir)
     if not runs_dir.is_dir():
         raise _fail(ValueError(f"{runs_dir} is not a folder"))
     from rexmle.runner.executor_slurm import SlurmError, job_states
@@ -588,13 +611,17 @@ def demo(
     from rich import box
     from rich.table import Table
 
-    table = Table(title="ReX-MLE demo: baseline agent on the mini suite", box=box.SIMPLE_HEAD)
+    table = Table(
+        title="ReX-MLE demo: baseline agent on the mini suite",
+        caption="sample sub.: the headline value the task's sample submission scores",
+        box=box.SIMPLE_HEAD,
+    )
     width = max((len(row.task) for row in result.rows), default=4)
     table.add_column("task", no_wrap=True, min_width=width)
     table.add_column("headline metric", no_wrap=True)
     table.add_column("value", justify="right")
     table.add_column("percentile", justify="right")
-    table.add_column("sample", justify="right")
+    table.add_column("sample sub.", justify="right")
     table.add_column("status", no_wrap=True)
     for row in result.rows:
         arrow = "↑" if row.higher_is_better else "↓"

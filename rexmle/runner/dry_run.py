@@ -88,6 +88,8 @@ def cost_groups(jobs: Sequence[RunJob], llm: LlmConfig, batch: Limits) -> list[C
         group.per_minute.add(limits.max_calls_per_minute)
         group.in_flight.add(limits.max_calls_in_flight)
         forecast = forecast_usd(job.config, llm)
+        if forecast is not None and limits.budget_usd is not None:
+            forecast = min(forecast, limits.budget_usd)  # the gateway stops the run there
         if group.forecast_usd is not None:
             group.forecast_usd = None if forecast is None else group.forecast_usd + forecast
     return list(groups.values())

@@ -114,6 +114,14 @@ class AgentEntry(_Strict):
         if len(set(self.models)) != len(self.models):
             msg = f"agent {self.agent!r} lists a model twice: {self.models}"
             raise ValueError(msg)
+        base, slash, named = self.agent.partition("/")
+        if self.models and slash and not self.agent.endswith((".yaml", ".yml")):
+            msg = (
+                f"agent {self.agent!r} names its model ({named}) and models lists "
+                f"{self.models}: give the model once (agent {base!r} with models, or "
+                f"{self.agent!r} alone)"
+            )
+            raise ValueError(msg)
         _check_budget(self.budget_usd, f"agent {self.agent!r}")
         return self
 
@@ -236,7 +244,8 @@ class Experiment(_Strict):
     @model_validator(mode="after")
     def _consistent(self) -> Experiment:
         if bool(self.tasks) == (self.suite is not None):
-            msg = "give either 'tasks' (a list of task ids) or 'suite' (mini or all), not both"
+            both = ", not both" if self.tasks else ""
+            msg = f"give either 'tasks' (a list of task ids) or 'suite' (mini or all){both}"
             raise ValueError(msg)
         named: tuple[tuple[str, list[str]], ...] = (
             ("seeds", [str(s) for s in self.seeds]),

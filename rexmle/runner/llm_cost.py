@@ -15,7 +15,8 @@ Forecast (:func:`forecast_usd`): an estimate, not a measurement. Per run::
 
 with the per-adapter figures of :data:`FORECAST_ASSUMPTIONS` (assumed, stated here and in
 the dry run) and the prices of the LLM config's price table (USD per 1M tokens; every call
-priced as uncached input; reasoning tokens count as output; embeddings left out).
+priced as uncached input; reasoning tokens count as output; embeddings left out). The dry run
+shows at most the run's enforced USD cap, where the gateway stops the run.
 """
 
 from __future__ import annotations
@@ -107,5 +108,6 @@ def forecast_method() -> str:
     return (
         "forecast = an estimate, not a measurement: min(steps, time limit / seconds per step) x "
         "calls per step x (input tokens x input price + output tokens x output price) from the "
-        "LLM config's price table; assumed figures: " + "; ".join(parts)
+        "LLM config's price table, at most the run's USD cap (the gateway stops the run there); "
+        "assumed figures: " + "; ".join(parts)
     )

@@ -3,7 +3,8 @@ saying what to fix.
 
 - every agent is known (a close name is suggested) and every task is registered;
 - an agent's own code folder (``--agent-dir``, ``dir:``) can be shipped
-  (:mod:`rexmle.runner.agent_code`) and the command does not name its host path;
+  (:mod:`rexmle.runner.agent_code`), holds neither the runs dir nor the data dir, and the
+  command does not name its host path;
 - every model an LLM agent would call is in the LLM config (the configured ones are listed);
 - no run folder holds a run of another config, unless ``--force-config`` replaces it: the
   message says what differs (the agent's code, its command, ...).
@@ -76,6 +77,7 @@ def check_study(chosen: Experiment, settings: RunSettings, source: StudySource) 
         code_dir = entry.dir or spec.dir
         if code_dir is not None:
             try:
+                _refuse_harness_folders(Path(code_dir), settings)
                 scan(Path(code_dir))
             except SpecError as error:
                 where = source.where(("agents", index, "dir"), "--agent-dir")
@@ -85,6 +87,24 @@ def check_study(chosen: Experiment, settings: RunSettings, source: StudySource) 
             _refuse_host_path(entry.command or spec.command, code_dir, source, index)
     _check_tasks(chosen, source)
     _check_models(chosen, settings, source)
+
+
+def _refuse_harness_folders(code_dir: Path, settings: RunSettings) -> None:
+    """Refuse an agent folder that holds the runs dir or the data dir: its copy would change
+    with every run and would show the agent other runs' results or the private answers.
+    """
+    root = code_dir.resolve()
+    for what, flag, folder in (
+        ("runs", "--runs-dir", settings.runs_dir),
+        ("data", "--data-dir", settings.data_dir),
+    ):
+        if folder.resolve().is_relative_to(root):
+            msg = (
+                f"{code_dir}: holds the {what} dir {folder.resolve()}, whose content would reach the agent "
+                f"and change with every run: give {flag} outside it, or an agent folder that "
+                "holds only the agent's code"
+            )
+            raise SpecError(msg)
 
 
 def _close_agent(name: str) -> str:

@@ -25,7 +25,7 @@ def new_challenge_command(
     first = task_ids(name, tasks)[0]
     typer.echo(
         f"next: rexmle prepare {first} --mini && rexmle grade {first} <data-dir>/{first}/"
-        f"private/gold; then replace the synthetic facts (README, 'Adding a challenge')"
+        f"private/gold; then replace the synthetic facts (README, 'Contributing: adding a challenge')"
     )
 
 

@@ -195,6 +195,10 @@ class FileRule(_Strict):
     must have; required for ``label-volume``."""
     values: list[int] | None = None
     """Allowed label values (exact, NaN refused); None: any integer values."""
+    labels: Literal["classes", "instances"] = "classes"
+    """What a label value names: ``classes`` (each value one structure or class) or
+    ``instances`` (each value one object, numbered in any order: two files that differ only in
+    the numbering are the same segmentation)."""
     reader: Literal["auto", "simpleitk"] = "auto"
     """How the file is read (``simpleitk`` where the official evaluation reads with SimpleITK)."""
     placement_tolerance: float | None = None

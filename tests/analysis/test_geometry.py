@@ -109,3 +109,21 @@ def test_a_left_right_flip_of_a_symmetric_structure_is_a_flip_not_a_relabelling(
     finding = diagnose(np.flip(gold, 0), gold)
     assert (finding.kind, finding.transform) == ("flipped", "flip axes (0,)")
     assert (finding.dice_as_is, finding.dice_fixed) == (0.0, 1.0)
+
+
+def test_renumbered_instances_are_not_a_label_remap() -> None:
+    """Instance ids (one value per cell) carry no meaning: a renumbering is the same answer."""
+    gold = _gold((24, 24))
+    renumbered = np.where(gold == 1, 2, np.where(gold == 2, 1, 0)).astype(np.uint8)
+    finding = diagnose(renumbered, gold, instances=True)
+    assert (finding.kind, finding.dice_as_is) == ("ok", 1.0)  # the foreground is the gold's
+    flipped = diagnose(np.flip(renumbered, 0), gold, instances=True)
+    assert flipped.kind == "flipped"  # a geometric fault is still found on the foreground
+    assert flipped.dice_fixed == 1.0
+
+
+def test_only_the_instance_tasks_declare_instance_labels() -> None:
+    from rexmle.analysis.cases import instance_labels
+    from rexmle.tasks.registry import all_tasks
+
+    assert [task for task in all_tasks() if instance_labels(task)] == ["neurips-cellseg"]

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from rexmle.llm.config import load_llm_config
+from rexmle.llm.config import load_llm_config, parse_llm_config
 from rexmle.llm.environment import install_gateway
 from rexmle.llm.gateway import Gateway
-from rexmle.llm.standin import DEFAULT_PORT, standin_config_path
+from rexmle.llm.standin import DEFAULT_PORT, standin_config_path, standin_config_text
 
 REXMLE = str(Path(sys.executable).with_name("rexmle"))
 
@@ -116,3 +116,19 @@ def test_an_agent_call_through_the_gateway_reaches_the_command_and_is_metered(
         gateway.unregister(link)
     assert totals.calls == 1
     assert totals.cost_usd > 0  # priced as the built-in config prices gpt-5
+
+
+def test_a_config_for_another_port_says_its_own_port_and_how_it_was_made() -> None:
+    text = standin_config_text(40123)
+    assert parse_llm_config(text, "written").providers  # still a valid config
+    comments = [line for line in text.splitlines() if line.lstrip().startswith("#")]
+    assert comments, "the written config explains itself"
+    # its comments never claim that 40123 is the default port, nor that --config-path gives it
+    assert not any("40123" in line and "default" in line for line in comments), comments
+    assert not any("--config-path" in line for line in comments), comments
+    assert any("--port 40123 --config-out" in line for line in comments), comments
+    bases = {
+        line.split("base_url:")[1].strip() for line in text.splitlines() if "base_url:" in line
+    }
+    assert bases == {"http://127.0.0.1:40123/v1", "http://127.0.0.1:40123"}
+    assert standin_config_text(DEFAULT_PORT) == standin_config_path().read_text(encoding="utf-8")

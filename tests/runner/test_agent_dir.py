@@ -229,3 +229,26 @@ def test_an_experiment_entry_dir_is_relative_to_the_file(tmp_path: Path) -> None
     assert result.exit_code == 2
     text = " ".join(result.output.split())
     assert f"bad.yaml, line 5: agents[0].dir: {tmp_path / 'study' / 'x'}: no such folder" in text
+
+
+@pytest.mark.parametrize("inside", ["runs", "data"])
+def test_an_agent_folder_holding_the_runs_or_data_dir_is_refused(
+    tmp_path: Path, inside: str
+) -> None:
+    """``--agent-dir .`` with the default ``./runs``: the copy would change with every run (an
+    infra_error after planning) and show the agent other runs' results or the private answers.
+    """
+    agent = make_agent(tmp_path / "agent")
+    runs, data = tmp_path / "elsewhere-runs", tmp_path / "elsewhere-data"
+    folder = agent / inside
+    if inside == "runs":
+        runs = folder
+    else:
+        data = folder
+    result = rexmle(*run_args(agent, data, runs, "local", "--dry-run"))
+    assert result.exit_code == 2, result.output
+    text = " ".join(result.output.split())
+    flag = "--runs-dir" if inside == "runs" else "--data-dir"
+    assert f"--agent-dir {agent}: holds the {'runs' if inside == 'runs' else 'data'} dir" in text
+    assert f"give {flag} outside it" in text
+    assert not folder.exists()

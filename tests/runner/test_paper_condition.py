@@ -380,6 +380,17 @@ def test_the_forecast_is_the_stated_arithmetic_on_the_price_table(tmp_path: Path
     assert "forecast = an estimate, not a measurement" in output
 
 
+def test_the_forecast_of_a_run_never_exceeds_the_cap_that_stops_it(tmp_path: Path):
+    study = tmp_path / "study.yaml"
+    study.write_text("name: s\nagents: [{agent: aide}]\ntasks: [isles22, seg_a]\nseeds: [0]\n")
+    # uncapped, each run's forecast is 6.84 USD (above); under a 2 USD cap the gateway stops it
+    capped = dry_run("--experiment", str(study), "--llm-budget-usd", "2", runs=tmp_path / "r")
+    row = next(line for line in capped.splitlines() if " aide " in line and "$" in line)
+    assert row.split()[-2:] == ["$2.00", "$4.00"], row  # forecast per run, forecast of the group
+    assert "forecast $4.00 in total" in capped
+    assert "at most the run's USD cap" in capped
+
+
 @pytest.mark.parametrize("agent", ["aide/claude-sonnet-4-5", "ml-master/gemini-3-pro", "rdagent"])
 def test_a_preset_condition_applies_its_new_fields_to_a_flag_run(agent):
     from rexmle.runner.experiment import AgentEntry, Experiment, preset_condition, with_condition

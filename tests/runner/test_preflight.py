@@ -180,3 +180,36 @@ def test_a_run_folder_of_another_config_names_what_differs_and_the_ways_out(
     record = read_record(runs / "default" / "isles22" / "mine" / "seed-0")
     assert record is not None
     assert record.config.time_limit_s == 30.0
+
+
+def test_a_dry_run_by_flags_shows_its_runs_before_the_agent_is_installed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As with an experiment file: the job table, the cost and what to install, exit 0."""
+    from rexmle.agents.environments import AgentEnv
+
+    monkeypatch.setattr(AgentEnv, "is_installed", lambda _self: False)
+    result = rexmle(
+        "run", "--agent", "aide", "--task", "isles22", "--mini",
+        "--runs-dir", str(tmp_path / "runs"), "--dry-run",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "run ids unknown: the environment of aide is not installed" in flat(result)
+    assert "rexmle agents install aide" in flat(result)
+    assert "LLM cost per run" in flat(result)
+    assert not (tmp_path / "runs").exists()  # nothing ran
+    # a wrong command is still refused
+    no_command = rexmle("run", "--agent", "command", "--task", "isles22", "--mini", "--dry-run")
+    assert no_command.exit_code == 2
+
+
+def test_a_model_given_twice_by_flags_is_refused(tmp_path: Path) -> None:
+    result = rexmle(
+        "run", "--agent", "aide/claude-sonnet-4-5", "--model", "gpt-5", "--task", "isles22",
+        "--runs-dir", str(tmp_path / "runs"), "--dry-run",
+    )  # fmt: skip
+    assert result.exit_code == 2
+    assert (
+        "--agent aide/claude-sonnet-4-5 names its model already: drop --model gpt-5, or give "
+        "--agent aide --model gpt-5"
+    ) in flat(result)

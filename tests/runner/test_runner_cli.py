@@ -108,6 +108,10 @@ def test_run_refuses_bad_arguments(tmp_path: Path):
     both = in_process("run", "--agent", "dummy", "--task", "isles22", "--suite", "mini")
     assert both.exit_code == 2
     assert "not both" in both.stderr
+    neither = in_process("run", "--agent", "dummy", "--dry-run")
+    assert neither.exit_code == 2
+    assert "give --task TASK (one or more) or --suite SUITE" in neither.stderr
+    assert "not both" not in neither.stderr  # none was given
     no_cmd = in_process("run", "--agent", "command", "--task", "isles22")
     assert no_cmd.exit_code == 2
     assert "--agent-cmd" in no_cmd.stderr
@@ -130,6 +134,7 @@ def test_demo_on_isles22(tmp_path: Path):
     assert done.returncode == 0, done.stderr
     assert "isles22" in done.stdout
     assert "dice" in done.stdout
+    assert "sample sub.: the headline value the task's sample submission scores" in done.stdout
     rows = json.loads((tmp_path / "demo" / "demo.json").read_text())
     assert len(rows) == 1
     row = rows[0]

@@ -134,6 +134,10 @@ def test_models_and_conditions_get_their_own_folders_and_ids(tmp_path: Path):
     [
         ({"seeds": [0, 0]}, "seeds repeat: 0"),
         ({"suite": "mini"}, "not both"),
+        (
+            {"agents": [{"agent": "aide/claude-sonnet-4-5", "models": ["gpt-5"]}]},
+            "names its model \\(claude-sonnet-4-5\\) and models lists",
+        ),
         ({"seeds": []}, "seeds"),
         ({"agents": []}, "agents"),
         ({"gpus": 2}, "gpus"),  # unknown field (the right one is gpus_per_run)
@@ -155,6 +159,14 @@ def test_bad_experiment_files_are_refused_with_the_reason(tmp_path: Path, fields
     path = write_experiment(tmp_path, **fields)
     with pytest.raises(SpecError, match=reason):
         experiment_jobs(load_experiment(path), tmp_path / "runs")
+
+
+def test_a_file_with_neither_tasks_nor_suite_is_not_told_it_gave_both(tmp_path: Path):
+    path = write_experiment(tmp_path, tasks=[])
+    with pytest.raises(SpecError) as refused:
+        load_experiment(path)
+    assert "give either 'tasks' (a list of task ids) or 'suite' (mini or all)" in str(refused.value)
+    assert "not both" not in str(refused.value)
 
 
 def test_a_missing_experiment_file_names_the_presets(tmp_path: Path):

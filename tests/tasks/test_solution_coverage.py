@@ -71,5 +71,10 @@ def test_info_text_names_the_winner_and_every_source(tmp_path) -> None:
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "winning solution: MIC-DKFZ" in done.stdout
+    writeup = solution_writeup("panther-task2")
+    assert f"  method: {writeup.method}" in done.stdout  # the write-up itself, not only its sources
+    for name in ("architecture", "preprocessing", "training", "ensembling", "not_established"):
+        if getattr(writeup, name):
+            assert getattr(writeup, name) in done.stdout, name
     for source in solution_writeup("panther-task2").sources:
         assert source.address in done.stdout
