@@ -27,7 +27,7 @@ import json
 import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 if __package__:
     from rexmle.llm import native_routes as native
@@ -158,8 +158,35 @@ def _native_scope(scope: dict[str, Any]) -> dict[str, Any]:
     return {**scope, "path": route, "raw_path": route.encode("ascii"), "headers": headers}
 
 
-def guarded(inner: App, max_request_bytes: int) -> App:
-    """``inner`` behind the size limit and the header filter (see the module docstring)."""
+class Direct(Protocol):
+    """A path that serves some calls without ``inner`` (:mod:`rexmle.llm.fast_path`)."""
+
+    def accepts(self, scope: dict[str, Any]) -> bool:
+        """Whether the request might be served directly (its body decides)."""
+        ...
+
+    async def serve(self, scope: dict[str, Any], raw: bytes, send: Send) -> bool:
+        """Serve the call and return True, or return False for ``inner`` to serve it."""
+        ...
+
+
+def _replay(raw: bytes, receive: Receive) -> Receive:
+    replayed = False
+
+    async def replay() -> Message:
+        nonlocal replayed
+        if not replayed:
+            replayed = True
+            return {"type": "http.request", "body": raw, "more_body": False}
+        return await receive()
+
+    return replay
+
+
+def guarded(inner: App, max_request_bytes: int, direct: Direct | None = None) -> App:
+    """``inner`` behind the size limit and the header filter (see the module docstring); a
+    call ``direct`` serves does not reach ``inner``.
+    """
 
     async def guard(scope: dict[str, Any], receive: Receive, send: Send) -> None:
         if scope["type"] == "websocket":
@@ -183,6 +210,16 @@ def guarded(inner: App, max_request_bytes: int) -> App:
                 await _too_large(send, max_request_bytes)
                 return
             receive = replay
+        marked = any(k.lower() == NATIVE_HEADER for k, _ in scope.get("headers", ()))
+        if direct is not None and protocol == "openai" and not marked and direct.accepts(scope):
+            whole = await _buffered(receive, max_request_bytes)
+            if whole is None:
+                await _too_large(send, max_request_bytes)
+                return
+            raw = (await whole())["body"]
+            if await direct.serve(scope, raw, send):
+                return
+            receive = _replay(raw, receive)
         await inner(scope, receive, _filtered(send))
 
     return guard
@@ -199,7 +236,13 @@ def __getattr__(name: str) -> Any:
 
     state = Path(os.environ["REXMLE_GATEWAY_STATE"])
     settings = json.loads((state / "gateway.json").read_text(encoding="utf-8"))
-    guarded_app = guarded(litellm_app, int(settings["max_request_bytes"]))
+    direct = None
+    if settings.get("fast_models"):
+        import gateway_fast
+        import proxy_hook
+
+        direct = gateway_fast.FastPath(settings, proxy_hook, float(settings["hold_max_s"]))
+    guarded_app = guarded(litellm_app, int(settings["max_request_bytes"]), direct)
     globals()["app"] = guarded_app
     gc.freeze()
     gc.enable()
