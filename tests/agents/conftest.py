@@ -84,10 +84,25 @@ def tiny_envs(monkeypatch, tmp_path: Path) -> Path:
 @pytest.fixture
 def agents_cache_outside_tmp() -> Iterator[Path]:
     """An agents cache folder outside /tmp (``agents install`` refuses one under it), in the
-    checkout's ignored ``build/``; removed afterwards.
+    checkout's ignored ``build/``, or under ``~/.cache`` for a checkout that lies in /tmp;
+    removed afterwards.
     """
-    root = Path(__file__).resolve().parents[2] / "build"
-    root.mkdir(exist_ok=True)
+    from rexmle.agents.environments import check_cache_location
+    from rexmle.errors import SpecError
+
+    candidates = (
+        Path(__file__).resolve().parents[2] / "build",
+        Path.home() / ".cache" / "rexmle-tests",
+    )
+    for root in candidates:
+        try:
+            check_cache_location(root, hidden=())
+        except SpecError:
+            continue
+        break
+    else:
+        pytest.skip(f"no folder outside /tmp for an agents cache among {candidates}")
+    root.mkdir(parents=True, exist_ok=True)
     folder = Path(tempfile.mkdtemp(prefix="test-agents-", dir=root))
     yield folder / "agents"
     remove_tree(folder)
