@@ -155,6 +155,8 @@ class RunEntry:
     stale_after_s: float = 3600.0
     """A call still in flight this long after its admission is dropped from the count (its end
     was never reported); longer than the gateway's upstream timeout."""
+    owner: str = ""
+    """The lease of the process that registered the run in a shared gateway (empty: none)."""
 
     @property
     def busy_path(self) -> Path:
