@@ -9,7 +9,9 @@ the median of the N, the overheads with their range (min-max) beside it. A scrip
 
 - per-call overhead: the same chat completion (plain, then streamed) sent ``--calls`` times, one
   at a time on a kept-alive connection, directly to the stand-in and through a real gateway
-  (LiteLLM proxy, metering callback writing usage lines): p50/p90 of both and their difference;
+  (LiteLLM proxy, metering callback writing usage lines; where the code has it, the guard's
+  direct path, ``rexmle.llm.fast_path``, serves these calls): p50/p90 of both and their
+  difference;
   the same through the relay a sandboxed agent uses (127.0.0.1 port -> unix socket -> gateway
   port, ``rexmle.runner.sandbox.shim``);
 - the gateway's start time (process start to first healthy answer) and its resident memory
@@ -51,7 +53,7 @@ OVERSHOOT_CALLS = 40
 OVERSHOOT_DELAY_S = 0.5
 LONG_PROMPT = {
     "model": "gw/gpt-5",
-    "max_tokens": 10,
+    "max_completion_tokens": 10,
     "messages": [{"role": "user", "content": "word " * 8000}],
 }
 CALL_USD = (8000 * 1.25 + 1 * 10.0) / 1e6

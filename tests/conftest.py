@@ -55,11 +55,13 @@ def upstream(llm_standin: ScriptedUpstream) -> ScriptedUpstream:
     return llm_standin
 
 
-@pytest.fixture(scope="session")
-def llm_gateway(llm_standin: ScriptedUpstream) -> Iterator[Gateway]:
+@pytest.fixture(scope="session", params=["direct", "litellm"])
+def llm_gateway(request: pytest.FixtureRequest, llm_standin: ScriptedUpstream) -> Iterator[Gateway]:
     """A real LiteLLM gateway (its env installed once into the agents cache) in front of the
     stand-in: ``gw/gpt-5`` (OpenAI API), ``gw/claude`` (Anthropic API), ``gw/gemini-3-pro``
     (Gemini API); per run 0.01 USD and 3 calls per minute unless a test registers other limits.
+    Twice: with its direct path for OpenAI chat completions (``direct``) and with every call
+    through LiteLLM (``litellm``).
     """
     base = llm_standin.base_url
     config = parse_llm_config(
@@ -83,7 +85,9 @@ limits: {{budget_usd: 0.01, max_calls_per_minute: 3}}
     previous = os.environ.get(STANDIN_KEY_ENV)
     os.environ[STANDIN_KEY_ENV] = STANDIN_KEY
     try:
-        with Gateway(config, env=env) as gateway:
+        gateway = Gateway(config, env=env)
+        gateway.direct_path = request.param == "direct"
+        with gateway:
             yield gateway
     finally:
         if previous is None:

@@ -50,6 +50,7 @@ from rexmle.llm import metering
 from rexmle.llm.config import Limits, LlmConfig
 from rexmle.llm.environment import GatewayEnv, install_gateway
 from rexmle.llm.proxy_config import (
+    FAST_MODULE,
     GUARD_MODULE,
     HOOK_MODULE,
     LAUNCH_MODULE,
@@ -77,6 +78,7 @@ STATE_MODULES = (
     ("proxy_guard.py", GUARD_MODULE),
     ("proxy_launch.py", LAUNCH_MODULE),
     ("native_routes.py", NATIVE_MODULE),
+    ("fast_path.py", FAST_MODULE),
 )
 """Our modules the proxy loads: (file in this package, module name in the state folder)."""
 TOKEN_PREFIX = "rxg-"
@@ -303,6 +305,8 @@ class Gateway:
         self.owner = ""
         """Written into each registration: the lease of a shared gateway's process, whose
         registrations its keeper drops once the lease is gone (empty: a gateway of its own)."""
+        self.direct_path = True
+        """Plain OpenAI chat completions skip LiteLLM (:mod:`rexmle.llm.fast_path`)."""
 
     @property
     def base_url(self) -> str:
@@ -314,7 +318,7 @@ class Gateway:
             yaml.safe_dump(litellm_config(self.config, self.aliases), sort_keys=False),
             encoding="utf-8",
         )
-        settings = hook_settings(self.config, self.aliases)
+        settings = hook_settings(self.config, self.aliases, direct_path=self.direct_path)
         (state / "gateway.json").write_text(json.dumps(settings, indent=1), encoding="utf-8")
         package = resources.files("rexmle.llm")
         for source, target in STATE_MODULES:

@@ -21,6 +21,7 @@ METERING_MODULE = "gateway_metering"
 GUARD_MODULE = "gateway_guard"
 LAUNCH_MODULE = "gateway_launch"
 NATIVE_MODULE = "gateway_native"
+FAST_MODULE = "gateway_fast"
 MASTER_KEY_ENV = "LITELLM_MASTER_KEY"
 DEPLOYMENT_PREFIX = "rexmle:"
 
@@ -83,10 +84,13 @@ def litellm_config(config: LlmConfig, aliases: list[str]) -> dict[str, Any]:
     }
 
 
-def hook_settings(config: LlmConfig, aliases: list[str]) -> dict[str, Any]:
+def hook_settings(
+    config: LlmConfig, aliases: list[str], *, direct_path: bool = True
+) -> dict[str, Any]:
     """``gateway.json``: what the callback and the guard read (prices, upstream names,
     deployments, key variables, routes, the bare names served on the native routes, request
-    size limit).
+    size limit, and, with ``direct_path``, the aliases of OpenAI-API providers the guard
+    forwards chat completions to itself: :mod:`rexmle.llm.fast_path`).
     """
     models = config.aliases()
     protocols = {
@@ -102,4 +106,13 @@ def hook_settings(config: LlmConfig, aliases: list[str]) -> dict[str, Any]:
         "native_names": native_names(protocols, ALIAS_PREFIX),
         "max_request_bytes": int(config.max_request_mb * 1024 * 1024),
         "hold_max_s": config.request_timeout_s,
+        "drop_params": config.drop_params,
+        "fast_models": {
+            alias: {
+                "api_base": config.providers[models[alias].provider].base_url,
+                "key_env": config.providers[models[alias].provider].key_env,
+            }
+            for alias in aliases
+            if direct_path and config.providers[models[alias].provider].api == "openai"
+        },
     }

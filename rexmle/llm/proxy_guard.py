@@ -32,7 +32,7 @@ import json
 import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 if __package__:
     from rexmle.llm import native_routes as native
@@ -180,9 +180,40 @@ def _native_scope(scope: dict[str, Any]) -> dict[str, Any]:
     return {**scope, "path": route, "raw_path": route.encode("ascii"), "headers": headers}
 
 
-def guarded(inner: App, max_request_bytes: int, routes: frozenset[str] | None = None) -> App:
-    """``inner`` behind the size limit and the header filter (see the module docstring);
-    ``routes``: the served routes besides the Gemini and health ones (None: no route filter).
+class Direct(Protocol):
+    """A path that serves some calls without ``inner`` (:mod:`rexmle.llm.fast_path`)."""
+
+    def accepts(self, scope: dict[str, Any]) -> bool:
+        """Whether the request might be served directly (its body decides)."""
+        ...
+
+    async def serve(self, scope: dict[str, Any], raw: bytes, send: Send) -> bool:
+        """Serve the call and return True, or return False for ``inner`` to serve it."""
+        ...
+
+
+def _replay(raw: bytes, receive: Receive) -> Receive:
+    replayed = False
+
+    async def replay() -> Message:
+        nonlocal replayed
+        if not replayed:
+            replayed = True
+            return {"type": "http.request", "body": raw, "more_body": False}
+        return await receive()
+
+    return replay
+
+
+def guarded(
+    inner: App,
+    max_request_bytes: int,
+    direct: Direct | None = None,
+    routes: frozenset[str] | None = None,
+) -> App:
+    """``inner`` behind the size limit and the header filter (see the module docstring); a
+    call ``direct`` serves does not reach ``inner``; ``routes``: the served routes besides the
+    Gemini and health ones (None: no route filter).
     """
 
     async def guard(scope: dict[str, Any], receive: Receive, send: Send) -> None:
@@ -211,6 +242,16 @@ def guarded(inner: App, max_request_bytes: int, routes: frozenset[str] | None = 
                 await _too_large(send, max_request_bytes)
                 return
             receive = replay
+        marked = any(k.lower() == NATIVE_HEADER for k, _ in scope.get("headers", ()))
+        if direct is not None and protocol == "openai" and not marked and direct.accepts(scope):
+            whole = await _buffered(receive, max_request_bytes)
+            if whole is None:
+                await _too_large(send, max_request_bytes)
+                return
+            raw = (await whole())["body"]
+            if await direct.serve(scope, raw, send):
+                return
+            receive = _replay(raw, receive)
         await inner(scope, receive, _filtered(send))
 
     return guard
@@ -227,8 +268,14 @@ def __getattr__(name: str) -> Any:
 
     state = Path(os.environ["REXMLE_GATEWAY_STATE"])
     settings = json.loads((state / "gateway.json").read_text(encoding="utf-8"))
+    direct = None
+    if settings.get("fast_models"):
+        import gateway_fast
+        import proxy_hook
+
+        direct = gateway_fast.FastPath(settings, proxy_hook, float(settings["hold_max_s"]))
     routes = frozenset(str(route) for route in settings["allowed_routes"])
-    guarded_app = guarded(litellm_app, int(settings["max_request_bytes"]), routes)
+    guarded_app = guarded(litellm_app, int(settings["max_request_bytes"]), direct, routes)
     globals()["app"] = guarded_app
     gc.freeze()
     gc.enable()

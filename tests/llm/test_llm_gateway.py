@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from rexmle.llm.config import Limits
+from rexmle.llm.fast_path import USER_AGENT
 from rexmle.llm.gateway import Gateway, RunLink
 from rexmle.llm.standin import Reply, ToolCall
 from rexmle.llm.usage import summarize_usage
@@ -31,6 +32,15 @@ def call(gateway: Gateway, path: str, body: dict[str, Any], headers: dict[str, s
     text = response.read().decode()
     conn.close()
     return response.status, text
+
+
+def assert_served_by_the_right_path(gateway: Gateway, upstream: Any, calls: int) -> None:
+    """The first ``calls`` chat completions reached the stand-in from the gateway's direct
+    path when it has one, else from LiteLLM.
+    """
+    sent = [r for r in upstream.completion_requests() if r.path == "/v1/chat/completions"]
+    agents = [r.headers.get("user-agent") == USER_AGENT for r in sent[:calls]]
+    assert agents == [gateway.direct_path] * calls
 
 
 def bearer(link: RunLink) -> dict[str, str]:
@@ -63,6 +73,7 @@ def test_chat_is_forwarded_with_the_provider_key_and_metered(llm_gateway, upstre
     status, text = call(llm_gateway, "/v1/chat/completions", CHAT, bearer(link))
     assert status == 200, text
     assert json.loads(text)["choices"][0]["message"]["content"] == "hi there"
+    assert_served_by_the_right_path(llm_gateway, upstream, 1)
     sent = upstream.completion_requests()[0]
     assert sent.body["model"] == "gpt-5"
     assert sent.headers["authorization"] == f"Bearer {STANDIN_KEY}"
@@ -81,11 +92,77 @@ def test_streamed_chat_usage_comes_from_the_upstream_usage_chunk(llm_gateway, up
     assert status == 200
     assert "streamed" in text
     assert "[DONE]" in text
+    assert_served_by_the_right_path(llm_gateway, upstream, 1)
     sent = upstream.completion_requests()[0].body
     assert sent["stream"] is True
     assert sent["stream_options"] == {"include_usage": True}  # added by the gateway
     (usage,) = lines(link, 1)
     assert (usage["tokens_in"], usage["tokens_out"], usage["stream"]) == (50, 7, True)
+
+
+def chunks_of(text: str) -> list[dict[str, Any]]:
+    """The JSON events of an SSE answer."""
+    events = [x.removeprefix("data:").strip() for x in text.split("\n") if x.startswith("data:")]
+    return [json.loads(x) for x in events if x != "[DONE]"]
+
+
+def test_the_usage_chunk_reaches_only_an_agent_that_asked_for_it(llm_gateway, upstream, link):
+    reply = Reply(text="counted words", input_tokens=20, output_tokens=3)
+    upstream.push(reply, reply)
+    streamed = {**CHAT, "stream": True}
+    _, unasked = call(llm_gateway, "/v1/chat/completions", streamed, bearer(link))
+    asked_body = {**streamed, "stream_options": {"include_usage": True}}
+    _, asked = call(llm_gateway, "/v1/chat/completions", asked_body, bearer(link))
+    assert_served_by_the_right_path(llm_gateway, upstream, 2)
+    assert all(chunk["choices"] for chunk in chunks_of(unasked))
+    usage = [chunk["usage"] for chunk in chunks_of(asked) if chunk.get("usage")]
+    assert [(u["prompt_tokens"], u["completion_tokens"]) for u in usage] == [(20, 3)]
+    assert [(x["tokens_in"], x["tokens_out"]) for x in lines(link, 2)] == [(20, 3)] * 2
+
+
+def test_a_streamed_tool_call_is_kept_whole_in_the_trajectory(llm_gateway, upstream, link):
+    upstream.push(Reply(tool_calls=(ToolCall("submit", {"metric": 0.75}),), output_tokens=9))
+    status, text = call(llm_gateway, "/v1/chat/completions", {**CHAT, "stream": True}, bearer(link))
+    assert status == 200, text
+    assert_served_by_the_right_path(llm_gateway, upstream, 1)
+    assert lines(link, 1)[0]["tokens_out"] == 9
+    entry = json.loads((link.usage_path.parent / "llm_trajectory.jsonl").read_text())
+    (choice,) = entry["response"]["choices"]
+    (tool_call,) = choice["message"]["tool_calls"]
+    assert tool_call["function"]["name"] == "submit"
+    assert json.loads(tool_call["function"]["arguments"]) == {"metric": 0.75}
+    assert entry["request"]["messages"] == CHAT["messages"]
+
+
+def test_an_upstream_error_is_answered_with_its_status_and_logged_uncharged(
+    llm_gateway, upstream, link
+):
+    upstream.push(Reply(status=429, error="slow down"), Reply(status=500, error="it broke"))
+    limited = call(llm_gateway, "/v1/chat/completions", CHAT, bearer(link))
+    broken = call(llm_gateway, "/v1/chat/completions", {**CHAT, "stream": True}, bearer(link))
+    assert_served_by_the_right_path(llm_gateway, upstream, 2)
+    assert limited[0] == 429, limited
+    assert "slow down" in limited[1]
+    assert broken[0] == 500, broken
+    assert "it broke" in broken[1]
+    found = lines(link, 2)
+    assert [x["status"] for x in found] == ["error", "error"]
+    assert [x["cost_usd"] for x in found] == [0.0, 0.0]
+    assert "slow down" in found[0]["error"]
+    assert link.totals().calls_unfinished == 0
+
+
+def test_parameters_litellm_maps_for_the_model_are_mapped_and_logged(llm_gateway, upstream, link):
+    body = {**CHAT, "temperature": 0.2, "max_tokens": 50, "seed": 7}
+    status, text = call(llm_gateway, "/v1/chat/completions", body, bearer(link))
+    assert status == 200, text
+    sent = upstream.completion_requests()[0]
+    # gpt-5 takes max_completion_tokens and no temperature: LiteLLM's mapping, on both paths
+    assert (sent.body.get("max_completion_tokens"), sent.body.get("seed")) == (50, 7)
+    assert "temperature" not in sent.body
+    assert "max_tokens" not in sent.body
+    assert sent.headers.get("user-agent") != USER_AGENT
+    assert "temperature" in lines(link, 1)[0]["dropped_params"]
 
 
 def test_responses_api_plain_and_streamed(llm_gateway, upstream, link):
@@ -190,6 +267,7 @@ def test_budget_refuses_and_writes_the_stop_reason(llm_gateway, upstream, tmp_pa
     first = call(llm_gateway, "/v1/chat/completions", CHAT, bearer(link))
     second = call(llm_gateway, "/v1/chat/completions", CHAT, bearer(link))
     assert first[0] == 200
+    assert_served_by_the_right_path(llm_gateway, upstream, 1)
     assert second[0] == 403
     assert "budget of 0.01 USD spent" in second[1]
     assert "budget of 0.01 USD spent" in (link.stopped_reason() or "")
@@ -200,11 +278,12 @@ def test_budget_refuses_and_writes_the_stop_reason(llm_gateway, upstream, tmp_pa
     llm_gateway.unregister(link)
 
 
-@pytest.mark.usefixtures("upstream")
-def test_rate_cap_refuses_the_fourth_call_in_a_minute(llm_gateway, tmp_path):
+def test_rate_cap_refuses_the_fourth_call_in_a_minute(llm_gateway, upstream, tmp_path):
     link = llm_gateway.register("rate", tmp_path)  # 3 calls per minute
     codes = [call(llm_gateway, "/v1/chat/completions", CHAT, bearer(link))[0] for _ in range(4)]
     assert codes == [200, 200, 200, 429]
+    assert_served_by_the_right_path(llm_gateway, upstream, 3)
+    assert len(upstream.completion_requests()) == 3
     assert "3 calls per minute" in (link.stopped_reason() or "")
     llm_gateway.unregister(link)
 
@@ -213,6 +292,7 @@ def test_trajectory_keeps_bodies_without_secrets(llm_gateway, upstream, link):
     upstream.push(Reply(text="the answer"))
     call(llm_gateway, "/v1/chat/completions", CHAT, bearer(link))
     lines(link, 1)
+    assert_served_by_the_right_path(llm_gateway, upstream, 1)
     trajectory = (link.usage_path.parent / "llm_trajectory.jsonl").read_text()
     assert "the answer" in trajectory
     assert "hello" in trajectory
@@ -269,6 +349,7 @@ def test_answers_name_no_deployment_and_calls_are_charged_by_it(llm_gateway, ups
     upstream.push(Reply(text="hi", input_tokens=1000, output_tokens=100))
     status, headers, text = answer_of(llm_gateway, "/v1/chat/completions", CHAT, bearer(link))
     assert status == 200, text
+    assert_served_by_the_right_path(llm_gateway, upstream, 1)
     leaked = [k for k in headers if k.startswith(("x-litellm-", "llm_provider-"))]
     assert leaked == []
     assert "openai/gpt-5" not in json.dumps(headers)
@@ -302,7 +383,7 @@ def parallel_calls(gateway: Gateway, link: RunLink, body: dict[str, Any], n: int
 
 LONG_PROMPT = {
     "model": "gw/gpt-5",
-    "max_tokens": 10,
+    "max_completion_tokens": 10,
     "messages": [{"role": "user", "content": "word " * 8000}],
 }
 """8000 words (the stand-in counts 8000 input tokens; the gateway estimates 10000)."""
@@ -320,6 +401,7 @@ def test_forty_parallel_calls_stay_within_the_budget(llm_gateway, upstream, tmp_
     statuses = parallel_calls(llm_gateway, link, LONG_PROMPT, 40)
     totals = link.totals()
     reached = len(upstream.completion_requests())
+    assert_served_by_the_right_path(llm_gateway, upstream, reached)
     # the bound: the estimates cover the calls, so only the last call may cross the budget
     assert reached == 5
     assert budget <= totals.cost_usd < budget + CALL_USD
@@ -341,6 +423,7 @@ def test_calls_in_flight_per_run_are_capped(llm_gateway, upstream, tmp_path):
     upstream.reset(default=Reply(text="ok", delay_s=delay))
     statuses = parallel_calls(llm_gateway, link, CHAT, 12)
     assert statuses == [200] * 12  # held back, not refused
+    assert_served_by_the_right_path(llm_gateway, upstream, 1)
     arrivals = sorted(r.received_at for r in upstream.completion_requests())
     overlapping = max(sum(t <= s < t + delay for t in arrivals) for s in arrivals)
     assert overlapping == 4
@@ -357,6 +440,7 @@ def test_calls_finishing_after_the_run_ends_are_in_its_totals(llm_gateway, upstr
         time.sleep(0.02)
     totals = link.totals()  # the run ends while its 3 calls are in flight
     worker.join()
+    assert_served_by_the_right_path(llm_gateway, upstream, 3)
     assert totals.calls == 3
     assert totals.cost_usd == pytest.approx(3 * (1000 * 1.25 + 10.0) / 1e6, abs=1e-12)
     assert totals.calls_unfinished == 0
