@@ -21,7 +21,7 @@ chunk is passed on only when the agent asked for it), and recorded (:meth:`RunMe
 with the same usage line and trajectory entry fields as the callback writes, charged at the
 alias's price. An answer the provider sends without its usage (an OpenAI-compatible server that
 ignores ``include_usage``) is charged :func:`~rexmle.llm.metering.unreported_usage`, never
-nothing, and its line says so (:data:`UNREPORTED`).
+nothing, and its line says so (:data:`~rexmle.llm.metering.UNREPORTED`).
 """
 
 from __future__ import annotations
@@ -90,7 +90,6 @@ def passthrough_keys(upstream: str, drop_params: bool) -> frozenset[str]:
     return frozenset(kept)
 
 
-UNREPORTED = "rexmle gateway: the upstream reported no usage; charged the call's estimate"
 RESPONSE_HEADERS = frozenset({b"content-type"})
 USER_AGENT = "rexmle-gateway"
 """The ``User-Agent`` of the calls this path sends (LiteLLM's are its OpenAI SDK's)."""
@@ -256,7 +255,7 @@ class FastPath:
             return self._line(alias, "ok", started, body, self.hook._usage_numbers(usage))
         reserve = meter.entry.reserve_output_tokens
         numbers = self.hook.metering.unreported_usage(body, answer, reserve)
-        return self._line(alias, "ok", started, body, numbers, UNREPORTED)
+        return self._line(alias, "ok", started, body, numbers, self.hook.metering.UNREPORTED)
 
     async def _forward(
         self, alias: str, body: dict[str, Any], send: Send, started: float, meter: Any

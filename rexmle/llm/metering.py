@@ -122,6 +122,10 @@ def estimate_usd(price: Price, body: dict[str, Any], reserve_output_tokens: int)
     return cost_usd(price, tokens_in=tokens_in, tokens_cached=0, tokens_out=tokens_out)
 
 
+UNREPORTED = "rexmle gateway: the upstream reported no usage; charged the call's estimate"
+"""The error note of a usage line charged :func:`unreported_usage`."""
+
+
 def unreported_usage(
     body: dict[str, Any], answer: Any, reserve_output_tokens: int
 ) -> tuple[int, int, int, int]:

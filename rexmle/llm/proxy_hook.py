@@ -108,9 +108,6 @@ def _usage_numbers(response: Any) -> tuple[int, int, int, int]:
     return int(tokens_in), int(tokens_out), int(cached), int(reasoning)
 
 
-UNREPORTED = "rexmle gateway: the upstream reported no usage; charged the call's estimate"
-
-
 def _plain(response: Any) -> Any:
     """``response`` as plain JSON values (LiteLLM's response objects are pydantic models)."""
     dump = getattr(response, "model_dump", None)
@@ -241,7 +238,7 @@ class MeteringHandler(CustomLogger):
             answer = answer.get("choices", answer) if isinstance(answer, dict) else answer
             numbers = metering.unreported_usage(body, answer, reserve_output_tokens)
             tokens_in, tokens_out, cached, reasoning = numbers
-            error = UNREPORTED
+            error = metering.UNREPORTED
         cost = metering.cost_usd(
             price, tokens_in=tokens_in, tokens_cached=cached, tokens_out=tokens_out
         )
