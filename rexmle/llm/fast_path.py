@@ -19,7 +19,9 @@ and its time limit as the callback), sent to the provider's base URL with its ke
 kept-alive connection pool (a streamed call asks for ``stream_options.include_usage``; the usage
 chunk is passed on only when the agent asked for it), and recorded (:meth:`RunMeter.record`)
 with the same usage line and trajectory entry fields as the callback writes, charged at the
-alias's price.
+alias's price. An answer the provider sends without its usage (an OpenAI-compatible server that
+ignores ``include_usage``) is charged :func:`~rexmle.llm.metering.unreported_usage`, never
+nothing, and its line says so (:data:`~rexmle.llm.metering.UNREPORTED`).
 """
 
 from __future__ import annotations
@@ -188,7 +190,7 @@ class FastPath:
             await send(message)
 
         try:
-            line, trajectory = await self._forward(alias, body, tracked, started)
+            line, trajectory = await self._forward(alias, body, tracked, started, meter)
         except Exception as error:  # no answer, or one broken off: the call is an error
             message = f"rexmle gateway: the upstream call failed: {type(error).__name__}: {error}"
             line = self._line(alias, "error", started, body, (0, 0, 0, 0), message)
@@ -246,8 +248,17 @@ class FastPath:
             "error": line.error,
         }
 
+    def _charged(self, alias: str, started: float, body: dict[str, Any], answer: Any,
+                 usage: Any, meter: Any) -> Any:  # fmt: skip
+        """The ``ok`` line of an answered call: its reported ``usage``, else the estimate."""
+        if isinstance(usage, dict) and usage.get("usage"):
+            return self._line(alias, "ok", started, body, self.hook._usage_numbers(usage))
+        reserve = meter.entry.reserve_output_tokens
+        numbers = self.hook.metering.unreported_usage(body, answer, reserve)
+        return self._line(alias, "ok", started, body, numbers, self.hook.metering.UNREPORTED)
+
     async def _forward(
-        self, alias: str, body: dict[str, Any], send: Send, started: float
+        self, alias: str, body: dict[str, Any], send: Send, started: float, meter: Any
     ) -> tuple[Any, dict[str, Any]]:
         target = self.models[alias]
         stream = bool(body.get("stream"))
@@ -287,8 +298,8 @@ class FastPath:
                     error = f"upstream answered {answer.status_code}: {response}"
                     line = self._line(alias, "error", started, body, (0, 0, 0, 0), error)
                 else:
-                    usage = self.hook._usage_numbers(response)
-                    line = self._line(alias, "ok", started, body, usage)
+                    said = response.get("choices") if isinstance(response, dict) else response
+                    line = self._charged(alias, started, body, said, response, meter)
                 return line, self._trajectory(line, body, response)
             await send({"type": "http.response.start", "status": 200, "headers": out_headers})
             usage_chunk: Any = None
@@ -317,9 +328,9 @@ class FastPath:
                     pending = b""
             assembled.add(last)
             await send({"type": "http.response.body", "body": pending, "more_body": False})
-            usage = self.hook._usage_numbers(usage_chunk) if usage_chunk else (0, 0, 0, 0)
-            line = self._line(alias, "ok", started, body, usage)
-            return line, self._trajectory(line, body, assembled.response(usage_chunk))
+            response = assembled.response(usage_chunk)
+            line = self._charged(alias, started, body, response["choices"], usage_chunk, meter)
+            return line, self._trajectory(line, body, response)
         finally:
             await answer.aclose()
 

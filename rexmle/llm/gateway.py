@@ -302,6 +302,9 @@ class Gateway:
         self.startup_s = 0.0
         self.die_with_parent = False
         """The proxy is killed when the process that started it exits."""
+        self.owner = ""
+        """Written into each registration: the lease of a shared gateway's process, whose
+        registrations its keeper drops once the lease is gone (empty: a gateway of its own)."""
         self.direct_path = True
         """Plain OpenAI chat completions skip LiteLLM (:mod:`rexmle.llm.fast_path`)."""
 
@@ -461,6 +464,7 @@ class Gateway:
             max_calls_in_flight=limits.max_calls_in_flight,
             reserve_output_tokens=limits.reserve_output_tokens,
             stale_after_s=self.config.request_timeout_s + STALE_MARGIN_S,
+            owner=self.owner,
         )
         for path in (usage_path, usage_path.with_name(usage_path.name + metering.OVERFLOW_SUFFIX),
                      folder / TRAJECTORY_FILE):  # fmt: skip

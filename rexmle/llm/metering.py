@@ -101,8 +101,10 @@ def text_chars(value: Any) -> int:
     return 0
 
 
-def estimate_usd(price: Price, body: dict[str, Any], reserve_output_tokens: int) -> float:
-    """The estimate of a call with request ``body`` (see the module docstring)."""
+def estimated_tokens(body: dict[str, Any], reserve_output_tokens: int) -> tuple[int, int]:
+    """(tokens in, tokens out) of the estimate of a call with request ``body`` (see the module
+    docstring).
+    """
     chars = sum(text_chars(body.get(key)) for key in PROMPT_KEYS)
     tokens_in = math.ceil(chars / CHARS_PER_TOKEN)
     tokens_out = reserve_output_tokens
@@ -111,7 +113,29 @@ def estimate_usd(price: Price, body: dict[str, Any], reserve_output_tokens: int)
         if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0:
             tokens_out = limit
             break
+    return tokens_in, tokens_out
+
+
+def estimate_usd(price: Price, body: dict[str, Any], reserve_output_tokens: int) -> float:
+    """The estimate of a call with request ``body`` (see the module docstring)."""
+    tokens_in, tokens_out = estimated_tokens(body, reserve_output_tokens)
     return cost_usd(price, tokens_in=tokens_in, tokens_cached=0, tokens_out=tokens_out)
+
+
+UNREPORTED = "rexmle gateway: the upstream reported no usage; charged the call's estimate"
+"""The error note of a usage line charged :func:`unreported_usage`."""
+
+
+def unreported_usage(
+    body: dict[str, Any], answer: Any, reserve_output_tokens: int
+) -> tuple[int, int, int, int]:
+    """(tokens in, out, cached, reasoning) charged for a call the upstream answered without
+    its usage: the estimate's, its output at least the answer's own text (``answer``) counted
+    at :data:`CHARS_PER_TOKEN`, so that an answer without usage is never free.
+    """
+    tokens_in, tokens_out = estimated_tokens(body, reserve_output_tokens)
+    seen = math.ceil(text_chars(answer) / CHARS_PER_TOKEN)
+    return tokens_in, max(tokens_out, seen), 0, 0
 
 
 def clip(text: str, max_chars: int = FIELD_MAX_CHARS) -> str:
@@ -155,6 +179,8 @@ class RunEntry:
     stale_after_s: float = 3600.0
     """A call still in flight this long after its admission is dropped from the count (its end
     was never reported); longer than the gateway's upstream timeout."""
+    owner: str = ""
+    """The lease of the process that registered the run in a shared gateway (empty: none)."""
 
     @property
     def busy_path(self) -> Path:

@@ -24,6 +24,9 @@ using it, named ``<pid>-<start time>-<random>``) and ``proxy.log``.
   and start time, so a reused pid does not count); once no lease is left for
   :data:`IDLE_GRACE_S`, it removes ``state.json`` and stops the proxy. A process that is killed
   leaves a dead lease: the last run leaving, in any way, stops the gateway.
+- A registration names the lease of the process that made it: once that lease is gone (given
+  back, or its process dead, a harness killed before it unregistered its runs), the keeper
+  removes the registrations it names, so a run's token never outlives its harness.
 - What stays per run is the registration (:meth:`Gateway.register`): each run has its own
   random token, registered by its hash with its own budget, rate cap, calls in flight, usage log
   and trajectory in its own run folder; the meter is looked up by the token, so a token serves
@@ -196,6 +199,7 @@ class SharedGateway(Gateway):
             me = os.getpid()
             self.lease = folder / "leases" / f"{me}-{_start_time(me)}-{secrets.token_hex(4)}"
             self.lease.touch()
+            self.owner = self.lease.name
             keeper = _read_json(folder / "keeper.json")
             if keeper is None or _start_time(int(str(keeper["pid"]))) != keeper["started"]:
                 keeper = self._spawn_keeper(folder)
@@ -252,16 +256,41 @@ class SharedGateway(Gateway):
             self.lease = None
         self.state_dir = None
         self.keeper = None
+        self.owner = ""
 
 
-def _live_leases(folder: Path) -> int:
-    count = 0
+def _live_leases(folder: Path) -> set[str]:
+    """The names of the live leases (dead ones are removed)."""
+    live: set[str] = set()
     for lease in (folder / "leases").iterdir():
         if _lease_alive(lease.name):
-            count += 1
+            live.add(lease.name)
         else:
             lease.unlink(missing_ok=True)
-    return count
+    return live
+
+
+def drop_orphan_runs(state_dir: Path, live: set[str], owners: dict[str, str]) -> list[str]:
+    """Remove the registrations whose owner lease is not in ``live``; their file names.
+
+    A run registered by a process that has no lease any more (killed before it unregistered)
+    has nobody to end it: its token is refused from now on. ``owners`` (registration file name
+    -> owner, kept by the caller between calls) spares reading a registration twice.
+    """
+    runs = state_dir / "runs"
+    present = {p.name for p in runs.glob("*.json")} if runs.is_dir() else set()
+    for name in set(owners) - present:
+        del owners[name]
+    dropped: list[str] = []
+    for name in sorted(present):
+        if name not in owners:
+            entry = _read_json(runs / name)
+            owners[name] = "" if entry is None else str(entry.get("owner") or "")
+        if owners[name] and owners[name] not in live:
+            (runs / name).unlink(missing_ok=True)
+            del owners[name]
+            dropped.append(name)
+    return dropped
 
 
 def keep(folder: Path) -> int:
@@ -280,10 +309,14 @@ def keep(folder: Path) -> int:
         }
         _write_json(folder / "state.json", state)
         idle_since: float | None = None
+        owners: dict[str, str] = {}
         while gateway.process is not None and gateway.process.poll() is None:
             time.sleep(LEASE_POLL_S)
             with _locked(folder):
-                if _live_leases(folder):
+                live = _live_leases(folder)
+                if gateway.state_dir is not None:
+                    drop_orphan_runs(gateway.state_dir, live, owners)
+                if live:
                     idle_since = None
                     continue
                 idle_since = idle_since or time.monotonic()

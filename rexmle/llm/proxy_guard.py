@@ -12,6 +12,11 @@ uvicorn asks for it, so that the harness can import this module without LiteLLM)
   upstream's own headers (``x-litellm-*``, ``llm_provider-*``) are dropped: an agent learns the
   gateway's aliases only.
 - WebSocket connections (LiteLLM's realtime routes) are closed unserved.
+- Only the served routes reach LiteLLM: the completion and model-list routes
+  (``allowed_routes`` of ``gateway.json``), the Gemini generate routes, and
+  :data:`HEALTH_ROUTE` (the harness's start-up check). Every other path is answered 403 here,
+  so LiteLLM's routes that skip authentication (its UI, SSO, OpenAPI schema, public model hub,
+  readiness details) are out of an agent's reach too.
 - Gemini's OpenAI-compatible route is served as the chat completions route, marked with
   :data:`rexmle.llm.native_routes.NATIVE_HEADER` (that header is removed from every request
   first, so only the guard sets it).
@@ -40,6 +45,7 @@ Send = Callable[[Message], Awaitable[None]]
 App = Callable[[dict[str, Any], Receive, Send], Awaitable[None]]
 
 HIDDEN_HEADER_PREFIXES = (b"x-litellm-", b"llm_provider-")
+HEALTH_ROUTE = "/health/liveliness"
 POLICY_VIOLATION = 1008
 
 
@@ -68,6 +74,22 @@ async def _too_large(send: Send, max_bytes: int) -> None:
     ]
     await send({"type": "http.response.start", "status": 413, "headers": headers})
     await send({"type": "http.response.body", "body": body})
+
+
+async def _not_served(send: Send, path: str) -> None:
+    message = f"rexmle gateway: route {path[:200]} is not served; use the completion routes"
+    body = json.dumps({"error": {"message": message, "type": "auth_error", "code": "403"}})
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode("ascii")),
+    ]
+    await send({"type": "http.response.start", "status": 403, "headers": headers})
+    await send({"type": "http.response.body", "body": body.encode("utf-8")})
+
+
+def _served(path: str, routes: frozenset[str]) -> bool:
+    bare = path.rstrip("/") or "/"
+    return bare in routes or bare == HEALTH_ROUTE or native.is_gemini_route(bare)
 
 
 def _filtered(send: Send) -> Send:
@@ -183,9 +205,15 @@ def _replay(raw: bytes, receive: Receive) -> Receive:
     return replay
 
 
-def guarded(inner: App, max_request_bytes: int, direct: Direct | None = None) -> App:
+def guarded(
+    inner: App,
+    max_request_bytes: int,
+    direct: Direct | None = None,
+    routes: frozenset[str] | None = None,
+) -> App:
     """``inner`` behind the size limit and the header filter (see the module docstring); a
-    call ``direct`` serves does not reach ``inner``.
+    call ``direct`` serves does not reach ``inner``; ``routes``: the served routes besides the
+    Gemini and health ones (None: no route filter).
     """
 
     async def guard(scope: dict[str, Any], receive: Receive, send: Send) -> None:
@@ -197,9 +225,13 @@ def guarded(inner: App, max_request_bytes: int, direct: Direct | None = None) ->
             await inner(scope, receive, send)
             return
         scope = _native_scope(scope)
-        protocol = native.protocol_of(str(scope.get("path", "")))
+        path = str(scope.get("path", ""))
+        protocol = native.protocol_of(path)
         if protocol != "openai":
             send = _provider_errors(send, protocol)
+        if routes is not None and not _served(path, routes):
+            await _not_served(send, path)
+            return
         length = _content_length(scope)
         if length is not None and length > max_request_bytes:
             await _too_large(send, max_request_bytes)
@@ -242,7 +274,8 @@ def __getattr__(name: str) -> Any:
         import proxy_hook
 
         direct = gateway_fast.FastPath(settings, proxy_hook, float(settings["hold_max_s"]))
-    guarded_app = guarded(litellm_app, int(settings["max_request_bytes"]), direct)
+    routes = frozenset(str(route) for route in settings["allowed_routes"])
+    guarded_app = guarded(litellm_app, int(settings["max_request_bytes"]), direct, routes)
     globals()["app"] = guarded_app
     gc.freeze()
     gc.enable()

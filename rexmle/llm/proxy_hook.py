@@ -12,7 +12,8 @@ folder, also on ``PYTHONPATH``) and the provider keys.
   configured ``gw/`` alias (a deployment name or id included; on a native route also the bare
   names of :mod:`rexmle.llm.native_routes`), admits, holds back or refuses the others (budget,
   calls in flight, rate cap), then writes each call's usage line, charged at the price of the
-  deployment that served it, and its trajectory entry.
+  deployment that served it, and its trajectory entry. An answer whose usage the upstream did
+  not report (all counts zero) is charged :func:`rexmle.llm.metering.unreported_usage`.
 """
 
 from __future__ import annotations
@@ -105,6 +106,18 @@ def _usage_numbers(response: Any) -> tuple[int, int, int, int]:
     cached = (get(in_details, "cached_tokens") if in_details is not None else 0) or 0
     reasoning = (get(out_details, "reasoning_tokens") if out_details is not None else 0) or 0
     return int(tokens_in), int(tokens_out), int(cached), int(reasoning)
+
+
+def _plain(response: Any) -> Any:
+    """``response`` as plain JSON values (LiteLLM's response objects are pydantic models)."""
+    dump = getattr(response, "model_dump", None)
+    return dump() if callable(dump) else response
+
+
+def _request_body(kwargs: dict[str, Any]) -> dict[str, Any]:
+    litellm_params = kwargs.get("litellm_params") or {}
+    body = (litellm_params.get("proxy_server_request") or {}).get("body")
+    return body if isinstance(body, dict) else {"messages": kwargs.get("messages")}
 
 
 def _dropped(kwargs: dict[str, Any]) -> list[str]:
@@ -205,7 +218,9 @@ class MeteringHandler(CustomLogger):
         )
         meter.record(line, call_id=call_id)
 
-    def _line(self, kwargs: dict[str, Any], response: Any, status: str) -> metering.UsageLine:
+    def _line(
+        self, kwargs: dict[str, Any], response: Any, status: str, reserve_output_tokens: int = 0
+    ) -> metering.UsageLine:
         payload = kwargs.get("standard_logging_object") or {}
         model_info = (kwargs.get("litellm_params") or {}).get("model_info") or {}
         deployment = str(payload.get("model_id") or model_info.get("id") or "")
@@ -217,6 +232,13 @@ class MeteringHandler(CustomLogger):
             if deployment or status == "ok":
                 error = f"unknown deployment {deployment!r}: charged at the highest price"
         tokens_in, tokens_out, cached, reasoning = _usage_numbers(response)
+        if status == "ok" and tokens_in == tokens_out == 0:
+            body = native.estimate_view(_request_body(kwargs))
+            answer = _plain(response)
+            answer = answer.get("choices", answer) if isinstance(answer, dict) else answer
+            numbers = metering.unreported_usage(body, answer, reserve_output_tokens)
+            tokens_in, tokens_out, cached, reasoning = numbers
+            error = metering.UNREPORTED
         cost = metering.cost_usd(
             price, tokens_in=tokens_in, tokens_cached=cached, tokens_out=tokens_out
         )
@@ -264,7 +286,7 @@ class MeteringHandler(CustomLogger):
         meter = self._meter(kwargs)
         if meter is None:
             return
-        line = self._line(kwargs, response_obj, "ok")
+        line = self._line(kwargs, response_obj, "ok", meter.entry.reserve_output_tokens)
         meter.record(line, self._trajectory(kwargs, line), call_id=_call_id(kwargs))
 
     @override

@@ -6,8 +6,8 @@ folder, regular file and relative symbolic link under it, except version-control
 (``__pycache__``), which are neither hashed nor copied. A folder is refused when it is missing,
 not a folder, or holds
 
-- a symbolic link that is absolute or leads outside the folder (inside the sandbox nothing
-  outside it exists),
+- a symbolic link that is absolute or leads outside the folder, by its own text or through
+  other links (``x -> b/c/..`` with ``b/c -> ..``; inside the sandbox nothing outside it exists),
 - anything but folders, regular files and links (a fifo, a socket, a device),
 - a file that cannot be read,
 - more than :data:`MAX_BYTES` bytes of files or :data:`MAX_ENTRIES` entries.
@@ -17,18 +17,20 @@ file's executable bit and bytes, a link's target; it goes into the run config
 (``agent.dir_sha256``), so an edit is a new config (the run id changes).
 
 Each run gets a **snapshot**: a copy in the run folder (``agent-code/``, outside the workspace),
-made read-only and hashed again; a copy whose hash is not the planned one (the folder changed
-after the run was planned) fails the run. The sandboxes show the snapshot read-only at
-:data:`~rexmle.runner.sandbox.AGENT_DIR_INSIDE` (``/agent``: bwrap, docker, apptainer); the local
-sandbox has no mount namespace and gives the snapshot's own path. ``$AGENT_DIR`` names it either
-way. The snapshot is removed when the run ends.
+made read-only and hashed again. Files are read one path component at a time without following
+links, and at most the size the scan saw, so a folder that changes under the copy (a file or
+folder swapped for a link, a device or a fifo) is refused, never read through. A copy whose
+hash is not the planned one (the folder changed after the run was planned) fails the run. The
+sandboxes show the snapshot read-only at :data:`~rexmle.runner.sandbox.AGENT_DIR_INSIDE`
+(``/agent``: bwrap, docker, apptainer); the local sandbox has no mount namespace and gives the
+snapshot's own path. ``$AGENT_DIR`` names it either way. The snapshot is removed when the run
+ends.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import stat
 from dataclasses import dataclass
 from pathlib import Path
@@ -142,13 +144,51 @@ def _inside_link(root: Path, link: Path) -> str:
         )
         raise AgentDirError(msg)
     resolved = os.path.normpath(os.path.join(os.path.dirname(where), target))
-    if resolved == ".." or resolved.startswith("../"):
+    real = Path(os.path.realpath(link))
+    top = Path(os.path.realpath(root))
+    if resolved == ".." or resolved.startswith("../") or not _within(real, top):
         msg = (
             f"{root}: the link {where} -> {target} leads outside the folder, which "
             "the sandbox does not show: copy what it points to into the folder"
         )
         raise AgentDirError(msg)
     return target
+
+
+def _within(path: Path, top: Path) -> bool:
+    return path == top or top in path.parents
+
+
+def _open_entry(root: Path, relative: str) -> int:
+    """A read descriptor of the regular file ``relative`` below ``root``, opened one path
+    component at a time without following any link, so a folder or file swapped for a link or a
+    special file after :func:`scan` is refused instead of read.
+
+    Raises:
+        AgentDirError: a component is a link or not a folder, or the file is not regular.
+    """
+    parts = relative.split("/")
+    descriptors = [os.open(root, os.O_RDONLY | os.O_DIRECTORY)]
+    try:
+        for part in parts[:-1]:
+            flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+            descriptors.append(os.open(part, flags, dir_fd=descriptors[-1]))
+        flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
+        descriptor = os.open(parts[-1], flags, dir_fd=descriptors[-1])
+    except OSError as error:
+        msg = (
+            f"{root}: cannot open {relative} without following a link ({error.strerror}): "
+            "the folder changed while it was read; run again once it holds still"
+        )
+        raise AgentDirError(msg) from error
+    finally:
+        for opened in descriptors:
+            os.close(opened)
+    if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+        os.close(descriptor)
+        msg = f"{root}: {relative} is no longer a regular file: remove what replaced it"
+        raise AgentDirError(msg)
+    return descriptor
 
 
 def tree_sha256(root: Path, entries: list[CodeEntry] | None = None) -> str:
@@ -170,11 +210,27 @@ def tree_sha256(root: Path, entries: list[CodeEntry] | None = None) -> str:
 
 def _file_sha256(root: Path, relative: str) -> bytes:
     try:
-        with open(root / relative, "rb") as stream:
+        with open(_open_entry(root, relative), "rb") as stream:
             return hashlib.file_digest(stream, "sha256").digest()
     except OSError as error:
         msg = f"{root}: cannot read {relative}: {error.strerror}"
         raise AgentDirError(msg) from error
+
+
+def _copy_entry(source: Path, entry: CodeEntry, path: Path) -> None:
+    """Copy the file ``entry`` of ``source`` to ``path``: at most the size :func:`scan` saw.
+
+    Raises:
+        AgentDirError: as :func:`_open_entry`, or the file grew since it was scanned.
+    """
+    with open(_open_entry(source, entry.relative), "rb") as stream, open(path, "xb") as copy:
+        left = entry.size
+        while left > 0 and (chunk := stream.read(min(left, 1 << 20))):
+            copy.write(chunk)
+            left -= len(chunk)
+        if stream.read(1):
+            msg = f"{source}: {entry.relative} grew while it was copied: run again"
+            raise AgentDirError(msg)
 
 
 _hashes: dict[tuple[str, tuple[tuple[str, int, int, int, int], ...]], str] = {}
@@ -217,7 +273,7 @@ def take_snapshot(source: Path, target: Path, *, expected_sha256: str) -> Path:
         elif entry.kind == "link":
             path.symlink_to(entry.target)
         else:
-            shutil.copyfile(source / entry.relative, path, follow_symlinks=False)
+            _copy_entry(source, entry, path)
             path.chmod(0o555 if entry.executable else 0o444)
     found = tree_sha256(target)
     for entry in reversed(entries):

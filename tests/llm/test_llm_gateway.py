@@ -231,6 +231,25 @@ def test_unknown_tokens_and_admin_routes_are_refused(llm_gateway, upstream, link
     assert upstream.completion_requests() == []
 
 
+def test_routes_litellm_serves_without_authentication_are_refused_too(llm_gateway, link):
+    # its UI, SSO page, OpenAPI schema, model hub and readiness details skip the auth function
+    public = ("/openapi.json", "/sso/key/generate", "/public/providers", "/public/model_hub",
+              "/.well-known/litellm-ui-config", "/get_image", "/health/readiness", "/ui/")  # fmt: skip
+    for headers in ({}, bearer(link)):
+        for route in public:
+            conn = http.client.HTTPConnection("127.0.0.1", llm_gateway.port, timeout=30)
+            conn.request("GET", route, headers=headers)
+            answer = conn.getresponse()
+            text = answer.read().decode(errors="replace")
+            conn.close()
+            assert answer.status == 403, (route, answer.status, text[:200])
+            assert f"route {route} is not served" in text
+    conn = http.client.HTTPConnection("127.0.0.1", llm_gateway.port, timeout=30)
+    conn.request("GET", "/health/liveliness")  # the harness's start-up check still answers
+    assert conn.getresponse().status == 200
+    conn.close()
+
+
 def test_a_token_is_refused_once_its_run_is_unregistered(llm_gateway, upstream, tmp_path):
     link = llm_gateway.register("ended", tmp_path)
     assert call(llm_gateway, "/v1/chat/completions", CHAT, bearer(link))[0] == 200

@@ -169,3 +169,28 @@ def test_a_killed_keeper_takes_its_proxy_along_and_its_runs_see_it(upstream, tmp
         assert "the LLM gateway exited" in (link.check_gateway() or "")
     finally:
         gateway.stop()
+
+
+@pytest.mark.slow
+def test_a_killed_harness_leaves_no_token_another_run_could_spend(upstream, tmp_path):
+    # a harness killed before it unregistered its run: the keeper lives on for the other
+    # process, but the dead process's token is refused once its lease is gone
+    runtime = tmp_path / "runtime"
+    config = tmp_path / "llm.yaml"
+    config.write_text(config_text(upstream.base_url), encoding="utf-8")
+    first = Client(config, tmp_path / "run-a", 1.0, runtime)
+    second = Client(config, tmp_path / "run-b", 1.0, runtime)
+    try:
+        orphan = first.hello["token"]
+        assert second.ask(f"call {orphan}") == "200"  # valid while its harness lives
+        first.process.send_signal(signal.SIGKILL)
+        first.process.wait(timeout=30)
+        (folder,) = runtime.iterdir()
+        assert wait_until(lambda: not list((folder / "leases").glob(f"{first.process.pid}-*")))
+        assert wait_until(lambda: second.ask(f"call {orphan}") == "401", timeout_s=10)
+        assert second.ask("call") == "200"  # the living run keeps its own
+        assert alive(second.hello["keeper"])
+    finally:
+        for client in (first, second):
+            if client.process.poll() is None:
+                client.process.kill()

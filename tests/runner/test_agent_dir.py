@@ -252,3 +252,60 @@ def test_an_agent_folder_holding_the_runs_or_data_dir_is_refused(
     assert f"--agent-dir {agent}: holds the {'runs' if inside == 'runs' else 'data'} dir" in text
     assert f"give {flag} outside it" in text
     assert not folder.exists()
+
+
+def test_a_link_that_leaves_the_folder_through_another_link_is_refused(tmp_path: Path) -> None:
+    # each link's own text stays inside; followed, x leads to the folder's parent
+    agent = make_agent(tmp_path / "a")
+    (agent / "b").mkdir()
+    (agent / "b" / "c").symlink_to("..")
+    (agent / "x").symlink_to("b/c/..")
+    assert os.path.realpath(agent / "x") == str(tmp_path)
+    with pytest.raises(AgentDirError, match=r"the link x -> b/c/\.\. leads outside the folder"):
+        scan(agent)
+
+
+def test_a_folder_swapped_for_a_link_after_the_scan_is_never_read_through(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    agent = make_agent(tmp_path / "a")
+    (agent / "sub").mkdir()
+    (agent / "sub" / "gold.csv").write_text("planned\n")
+    planned = tree_sha256(agent)
+    private = tmp_path / "private"
+    private.mkdir()
+    (private / "gold.csv").write_text("private-answer\n")
+    real_scan = agent_code.scan
+
+    def scan_then_swap(root: Path) -> list[agent_code.CodeEntry]:
+        entries = real_scan(root)
+        if root == agent:  # the source changes between the scan and the copy
+            (agent / "sub" / "gold.csv").unlink()
+            (agent / "sub").rmdir()
+            (agent / "sub").symlink_to(private)
+        return entries
+
+    monkeypatch.setattr(agent_code, "scan", scan_then_swap)
+    with pytest.raises(AgentDirError, match="without following a link"):
+        take_snapshot(agent, tmp_path / "snap", expected_sha256=planned)
+    copied = [p.read_text() for p in (tmp_path / "snap").rglob("*") if p.is_file()]
+    assert not any("private-answer" in text for text in copied)
+
+
+def test_a_file_swapped_for_a_fifo_after_the_scan_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    agent = make_agent(tmp_path / "a")
+    planned = tree_sha256(agent)
+    real_scan = agent_code.scan
+
+    def scan_then_swap(root: Path) -> list[agent_code.CodeEntry]:
+        entries = real_scan(root)
+        if root == agent:
+            (agent / "run.py").unlink()
+            os.mkfifo(agent / "run.py")
+        return entries
+
+    monkeypatch.setattr(agent_code, "scan", scan_then_swap)
+    with pytest.raises(AgentDirError, match=r"run\.py is no longer a regular file"):
+        take_snapshot(agent, tmp_path / "snap", expected_sha256=planned)
