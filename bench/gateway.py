@@ -71,18 +71,25 @@ def post(port: int, path: str, body: dict[str, Any], token: str) -> int:
     return answer.status
 
 
-def timed_calls(port: int, path: str, body: dict[str, object], token: str, n: int) -> list[float]:
+def bearer(token: str) -> dict[str, str]:
+    """The OpenAI-style authorisation header."""
+    return {"Authorization": f"Bearer {token}"}
+
+
+def timed_calls(
+    port: int, path: str, body: dict[str, Any], headers: dict[str, str], n: int
+) -> list[float]:
     """Seconds per call for ``n`` sequential calls on one kept-alive connection."""
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-    headers = {"Content-Type": "application/json", "Authorization": f"Bearer {token}"}
+    sent = {"Content-Type": "application/json", **headers}
     seconds = []
     for _ in range(n):
         started = time.perf_counter()
-        connection.request("POST", path, json.dumps(body), headers)
+        connection.request("POST", path, json.dumps(body), sent)
         answer = connection.getresponse()
         answer.read()
         if answer.status != 200:
-            msg = f"call failed with {answer.status}"
+            msg = f"{path}: call failed with {answer.status}"
             raise RuntimeError(msg)
         seconds.append(time.perf_counter() - started)
     connection.close()
@@ -179,14 +186,24 @@ limits: {{budget_usd: 1000.0, max_calls_per_minute: 100000}}
                     "stream": stream,
                 }
                 direct_body = {**body, "model": "gpt-5"}
-                timed_calls(gateway.port, "/v1/chat/completions", body, link.token, 20)  # warm-up
+                timed_calls(
+                    gateway.port, "/v1/chat/completions", body, bearer(link.token), 20
+                )  # warm-up
                 direct = timed_calls(
-                    upstream.port, "/v1/chat/completions", direct_body, os.environ[KEY_ENV], calls
+                    upstream.port,
+                    "/v1/chat/completions",
+                    direct_body,
+                    bearer(os.environ[KEY_ENV]),
+                    calls,
                 )
-                through = timed_calls(gateway.port, "/v1/chat/completions", body, link.token, calls)
+                through = timed_calls(
+                    gateway.port, "/v1/chat/completions", body, bearer(link.token), calls
+                )
                 with relayed(gateway.port, Path(folder)) as relay_port:
-                    timed_calls(relay_port, "/v1/chat/completions", body, link.token, 5)
-                    relay = timed_calls(relay_port, "/v1/chat/completions", body, link.token, calls)
+                    timed_calls(relay_port, "/v1/chat/completions", body, bearer(link.token), 5)
+                    relay = timed_calls(
+                        relay_port, "/v1/chat/completions", body, bearer(link.token), calls
+                    )
                 kind = "streamed" if stream else "plain"
                 for q in (0.5, 0.9):
                     d, g = percentile_ms(direct, q), percentile_ms(through, q)

@@ -11,42 +11,19 @@ Figures: p50/p95 of both and their difference, per route.
 from __future__ import annotations
 
 import argparse
-import http.client
-import json
 import os
 import platform
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from gateway import percentile_ms
+from gateway import percentile_ms, timed_calls
 
 KEY_ENV = "REXMLE_BENCH_STANDIN_KEY"
 HELLO = [{"role": "user", "content": "measure me"}]
 GEMINI = {"contents": [{"role": "user", "parts": [{"text": "measure me"}]}]}
-
-
-def timed_calls(
-    port: int, path: str, body: dict[str, Any], headers: dict[str, str], n: int
-) -> list[float]:
-    """Seconds per call for ``n`` sequential calls on one kept-alive connection."""
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-    sent = {"Content-Type": "application/json", **headers}
-    seconds = []
-    for _ in range(n):
-        started = time.perf_counter()
-        connection.request("POST", path, json.dumps(body), sent)
-        answer = connection.getresponse()
-        answer.read()
-        if answer.status != 200:
-            msg = f"{path}: call failed with {answer.status}"
-            raise RuntimeError(msg)
-        seconds.append(time.perf_counter() - started)
-    connection.close()
-    return seconds
 
 
 def routes(token: str, key: str) -> list[tuple[str, str, dict[str, Any], dict, str, dict, dict]]:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from llm_support import usage_lines
 
 from rexmle.llm.config import Limits
 from rexmle.llm.fast_path import USER_AGENT
@@ -47,20 +48,6 @@ def bearer(link: RunLink) -> dict[str, str]:
     return {"Authorization": f"Bearer {link.token}"}
 
 
-def lines(link: RunLink, expected: int) -> list[dict[str, Any]]:
-    """The run's usage lines once ``expected`` are written (the callback runs after the answer)."""
-    deadline = time.monotonic() + 30
-    found: list[str] = []
-    while time.monotonic() < deadline:
-        if link.usage_path.is_file():
-            found = link.usage_path.read_text().splitlines()
-            if len(found) >= expected:
-                break
-        time.sleep(0.05)
-    assert len(found) == expected, found
-    return [json.loads(x) for x in found]
-
-
 @pytest.fixture
 def link(llm_gateway: Gateway, tmp_path: Path):
     registered = llm_gateway.register("test-run", tmp_path, limits=Limits(budget_usd=1.0))
@@ -78,7 +65,7 @@ def test_chat_is_forwarded_with_the_provider_key_and_metered(llm_gateway, upstre
     assert sent.body["model"] == "gpt-5"
     assert sent.headers["authorization"] == f"Bearer {STANDIN_KEY}"
     assert link.token not in json.dumps([sent.headers, sent.body])
-    (usage,) = lines(link, 1)
+    (usage,) = usage_lines(link, 1)
     assert usage["alias"] == "gw/gpt-5"
     assert usage["upstream_model"] == "gpt-5"
     assert (usage["tokens_in"], usage["tokens_cached"], usage["tokens_out"]) == (1000, 400, 200)
@@ -96,7 +83,7 @@ def test_streamed_chat_usage_comes_from_the_upstream_usage_chunk(llm_gateway, up
     sent = upstream.completion_requests()[0].body
     assert sent["stream"] is True
     assert sent["stream_options"] == {"include_usage": True}  # added by the gateway
-    (usage,) = lines(link, 1)
+    (usage,) = usage_lines(link, 1)
     assert (usage["tokens_in"], usage["tokens_out"], usage["stream"]) == (50, 7, True)
 
 
@@ -117,7 +104,7 @@ def test_the_usage_chunk_reaches_only_an_agent_that_asked_for_it(llm_gateway, up
     assert all(chunk["choices"] for chunk in chunks_of(unasked))
     usage = [chunk["usage"] for chunk in chunks_of(asked) if chunk.get("usage")]
     assert [(u["prompt_tokens"], u["completion_tokens"]) for u in usage] == [(20, 3)]
-    assert [(x["tokens_in"], x["tokens_out"]) for x in lines(link, 2)] == [(20, 3)] * 2
+    assert [(x["tokens_in"], x["tokens_out"]) for x in usage_lines(link, 2)] == [(20, 3)] * 2
 
 
 def test_a_streamed_tool_call_is_kept_whole_in_the_trajectory(llm_gateway, upstream, link):
@@ -125,7 +112,7 @@ def test_a_streamed_tool_call_is_kept_whole_in_the_trajectory(llm_gateway, upstr
     status, text = call(llm_gateway, "/v1/chat/completions", {**CHAT, "stream": True}, bearer(link))
     assert status == 200, text
     assert_served_by_the_right_path(llm_gateway, upstream, 1)
-    assert lines(link, 1)[0]["tokens_out"] == 9
+    assert usage_lines(link, 1)[0]["tokens_out"] == 9
     entry = json.loads((link.usage_path.parent / "llm_trajectory.jsonl").read_text())
     (choice,) = entry["response"]["choices"]
     (tool_call,) = choice["message"]["tool_calls"]
@@ -145,7 +132,7 @@ def test_an_upstream_error_is_answered_with_its_status_and_logged_uncharged(
     assert "slow down" in limited[1]
     assert broken[0] == 500, broken
     assert "it broke" in broken[1]
-    found = lines(link, 2)
+    found = usage_lines(link, 2)
     assert [x["status"] for x in found] == ["error", "error"]
     assert [x["cost_usd"] for x in found] == [0.0, 0.0]
     assert "slow down" in found[0]["error"]
@@ -162,7 +149,7 @@ def test_parameters_litellm_maps_for_the_model_are_mapped_and_logged(llm_gateway
     assert "temperature" not in sent.body
     assert "max_tokens" not in sent.body
     assert sent.headers.get("user-agent") != USER_AGENT
-    assert "temperature" in lines(link, 1)[0]["dropped_params"]
+    assert "temperature" in usage_lines(link, 1)[0]["dropped_params"]
 
 
 def test_responses_api_plain_and_streamed(llm_gateway, upstream, link):
@@ -176,7 +163,7 @@ def test_responses_api_plain_and_streamed(llm_gateway, upstream, link):
     assert streamed[0] == 200
     assert "response.completed" in streamed[1]
     assert [r.path for r in upstream.completion_requests()] == ["/v1/responses"] * 2
-    for usage in lines(link, 2):
+    for usage in usage_lines(link, 2):
         assert (usage["tokens_in"], usage["tokens_out"], usage["tokens_reasoning"]) == (30, 10, 4)
         # 30 * 1.25 + 10 * 10 = 137.5 per 1M
         assert usage["cost_usd"] == pytest.approx(137.5e-6, abs=1e-12)
@@ -195,7 +182,7 @@ def test_anthropic_messages_plain_and_streamed(llm_gateway, upstream, link):
     assert streamed[0] == 200
     assert "input_json_delta" in streamed[1]
     assert all(r.headers["x-api-key"] == STANDIN_KEY for r in upstream.completion_requests())
-    for usage in lines(link, 2):
+    for usage in usage_lines(link, 2):
         assert (usage["tokens_in"], usage["tokens_cached"], usage["tokens_out"]) == (100, 40, 20)
         # 60 * 3 + 40 * 0.3 + 20 * 15 = 492 per 1M
         assert usage["cost_usd"] == pytest.approx(492e-6, abs=1e-12)
@@ -212,7 +199,7 @@ def test_a_system_only_prompt_reaches_anthropic_and_dropped_params_are_logged(
                      bearer(link))  # fmt: skip
     assert status == 200
     assert "temperature" not in upstream.completion_requests()[1].body
-    assert lines(link, 2)[1]["dropped_params"] == ["temperature"]
+    assert usage_lines(link, 2)[1]["dropped_params"] == ["temperature"]
 
 
 def test_unknown_tokens_and_admin_routes_are_refused(llm_gateway, upstream, link):
@@ -291,7 +278,7 @@ def test_rate_cap_refuses_the_fourth_call_in_a_minute(llm_gateway, upstream, tmp
 def test_trajectory_keeps_bodies_without_secrets(llm_gateway, upstream, link):
     upstream.push(Reply(text="the answer"))
     call(llm_gateway, "/v1/chat/completions", CHAT, bearer(link))
-    lines(link, 1)
+    usage_lines(link, 1)
     assert_served_by_the_right_path(llm_gateway, upstream, 1)
     trajectory = (link.usage_path.parent / "llm_trajectory.jsonl").read_text()
     assert "the answer" in trajectory
@@ -339,7 +326,7 @@ def test_only_configured_aliases_are_served_on_every_route(llm_gateway, upstream
             assert "gw/gpt-5" in text  # names what to use
     assert upstream.completion_requests() == []
     assert [r for r in upstream.requests if r.method == "POST"] == []
-    refused = lines(link, len(ROUTE_BODIES) * len(DEPLOYMENT_NAMES))
+    refused = usage_lines(link, len(ROUTE_BODIES) * len(DEPLOYMENT_NAMES))
     assert {x["status"] for x in refused} == {"refused"}
     assert {x["cost_usd"] for x in refused} == {0.0}
     assert {x["alias"] for x in refused} == set(DEPLOYMENT_NAMES)
@@ -360,7 +347,7 @@ def test_answers_name_no_deployment_and_calls_are_charged_by_it(llm_gateway, ups
     )  # fmt: skip
     assert status == 200
     assert [k for k in headers if k.startswith("x-litellm-")] == []
-    chat, embedding = lines(link, 2)
+    chat, embedding = usage_lines(link, 2)
     # 1000 * 1.25 + 100 * 10 = 2250 per 1M; the embedding: 4 words * 1.25 per 1M
     assert (chat["alias"], chat["cost_usd"]) == ("gw/gpt-5", pytest.approx(2250e-6, abs=1e-12))
     assert (embedding["alias"], embedding["cost_usd"]) == ("gw/gpt-5", pytest.approx(5e-6))
@@ -456,7 +443,7 @@ def test_a_huge_model_name_and_a_huge_body_do_not_fill_the_logs(llm_gateway, ups
         )
         assert status == 400
         assert len(text) < 4096  # the name is not echoed whole
-    usage = lines(link, 8)
+    usage = usage_lines(link, 8)
     assert link.usage_path.stat().st_size < 8 * 2048
     assert all(len(x["alias"]) <= 256 and x["alias"].endswith("[rexmle: cut]") for x in usage)
     # a body over max_request_mb (32) is refused from its Content-Length, before it is read

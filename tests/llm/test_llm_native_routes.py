@@ -7,11 +7,11 @@ from __future__ import annotations
 import http.client
 import json
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from llm_support import usage_lines
 
 from rexmle.llm.config import Limits
 from rexmle.llm.gateway import Gateway, RunLink
@@ -45,20 +45,6 @@ def google(link: RunLink) -> dict[str, str]:
     return {"x-goog-api-key": link.token}
 
 
-def lines(link: RunLink, expected: int) -> list[dict[str, Any]]:
-    """The run's usage lines once ``expected`` are written (the callback runs after the answer)."""
-    deadline = time.monotonic() + 30
-    found: list[str] = []
-    while time.monotonic() < deadline:
-        if link.usage_path.is_file():
-            found = link.usage_path.read_text().splitlines()
-            if len(found) >= expected:
-                break
-        time.sleep(0.05)
-    assert len(found) == expected, found
-    return [json.loads(x) for x in found]
-
-
 @pytest.fixture
 def link(llm_gateway: Gateway, tmp_path: Path):
     registered = llm_gateway.register("native-run", tmp_path, limits=Limits(budget_usd=1.0))
@@ -82,7 +68,7 @@ def test_claude_by_its_bare_name_on_messages_is_metered_plain_and_streamed(
     assert [r.path for r in sent] == ["/v1/messages"] * 2
     assert {r.body["model"] for r in sent} == {"claude-sonnet-4-5"}
     assert {r.headers["x-api-key"] for r in sent} == {STANDIN_KEY}
-    usage = lines(link, 2)
+    usage = usage_lines(link, 2)
     assert [u["stream"] for u in usage] == [False, True]
     for line in usage:
         assert (line["alias"], line["status"]) == ("gw/claude", "ok")
@@ -113,7 +99,7 @@ def test_gemini_generate_content_is_metered_from_usage_metadata(llm_gateway, ups
     sent = upstream.completion_requests()
     assert [r.path for r in sent] == [GENERATE.format("gemini-3-pro-preview")] * 2
     assert {r.headers["x-goog-api-key"] for r in sent} == {STANDIN_KEY}
-    thinking, tool = lines(link, 2)
+    thinking, tool = usage_lines(link, 2)
     assert (thinking["alias"], thinking["upstream_model"]) == ("gw/gemini-3-pro",
                                                                "gemini-3-pro-preview")  # fmt: skip
     # output = 200 candidates + 100 thoughts; input 1000 of which 200 cached
@@ -136,7 +122,7 @@ def test_gemini_streaming_is_served_as_sse_and_metered(llm_gateway, upstream, li
     assert "[DONE]" not in text
     (sent,) = upstream.completion_requests()
     assert sent.path == STREAM.format("gemini-3-pro-preview")
-    (usage,) = lines(link, 1)
+    (usage,) = usage_lines(link, 1)
     assert (usage["tokens_in"], usage["tokens_out"], usage["stream"]) == (40, 9, True)
     # 40 * 2 + 9 * 12 = 188 per 1M
     assert usage["cost_usd"] == pytest.approx(188e-6, abs=1e-12)
@@ -175,7 +161,7 @@ def test_names_outside_a_routes_protocol_are_refused_in_the_providers_shape(
         assert "is not served" in message
         assert "gw/gemini-3-pro" in message  # names what to use
     assert upstream.completion_requests() == []
-    refused = lines(link, len(REFUSED))
+    refused = usage_lines(link, len(REFUSED))
     assert {x["status"] for x in refused} == {"refused"}
     assert {x["cost_usd"] for x in refused} == {0.0}
 
@@ -196,7 +182,7 @@ def test_unknown_tokens_are_refused_and_the_query_key_is_accepted(llm_gateway, u
     assert upstream.completion_requests() == []
     path = GENERATE.format("gemini-3-pro") + f"?key={link.token}"
     assert call(llm_gateway, path, GEMINI_BODY, {})[0] == 200
-    assert lines(link, 1)[0]["status"] == "ok"
+    assert usage_lines(link, 1)[0]["status"] == "ok"
 
 
 def test_budget_stops_a_run_on_the_native_routes(llm_gateway, upstream, tmp_path):
@@ -273,7 +259,7 @@ def test_geminis_openai_compatible_route_serves_bare_gemini_names_only(llm_gatew
     refused = call(llm_gateway, "/v1beta/openai/chat/completions", claude,
                    {"Authorization": f"Bearer {link.token}"})  # fmt: skip
     assert refused[0] == 400
-    ok, forged_line, claude_line = lines(link, 3)
+    ok, forged_line, claude_line = usage_lines(link, 3)
     assert (ok["alias"], ok["tokens_in"], ok["tokens_out"]) == ("gw/gemini-3-pro", 50, 10)
     # 50 * 2 + 10 * 12 = 220 per 1M
     assert ok["cost_usd"] == pytest.approx(220e-6, abs=1e-12)
