@@ -22,6 +22,7 @@ from rexmle.runner import run_texts
 from rexmle.runner.batch import make_job
 from rexmle.runner.executor import RunOptions, execute_run
 from rexmle.runner.run_texts import prepare_run_texts
+from rexmle.runner.sandbox import Sandbox
 from rexmle.runner.sandbox.bwrap import BwrapSandbox
 from rexmle.runner.sandbox.local import LocalSandbox
 from rexmle.runner.settings import RunSettings
@@ -49,19 +50,23 @@ class FixtureWriteup:
         return self.text + "\n\nSources:\n" + "".join(f"- {s.address}\n" for s in shown)
 
 
+def run_options(tmp_path: Path, dirs, sandbox: Sandbox | None = None) -> RunOptions:
+    """Options of a test run on ``dirs``' data, in the local sandbox unless another is given."""
+    return RunOptions(
+        settings=RunSettings(
+            runs_dir=tmp_path / "runs", data_dir=dirs.root.parent, kill_grace_s=1.0, grade_workers=1
+        ),
+        sandbox=sandbox or LocalSandbox(),
+    )
+
+
 def run_job(tmp_path: Path, dirs, command: str, **config):
     spec = load_agent("command").with_overrides(command=command, time_limit_s=60)
     job = make_job(
         spec, "isles22", 0, time_limit_s=60, mini=True, runs_dir=tmp_path / "runs",
         group="g-solution-informed", condition="solution-informed", **config,
     )  # fmt: skip
-    options = RunOptions(
-        settings=RunSettings(
-            runs_dir=tmp_path / "runs", data_dir=dirs.root.parent, kill_grace_s=1.0, grade_workers=1
-        ),
-        sandbox=LocalSandbox(),
-    )
-    return execute_run(job, options), job.folder
+    return execute_run(job, run_options(tmp_path, dirs)), job.folder
 
 
 def test_a_solution_informed_run_s_instructions_carry_the_writeup(tmp_path: Path, isles22_dirs):
@@ -156,15 +161,7 @@ def test_a_command_agent_in_bwrap_runs_score_py(tmp_path: Path, isles22_dirs):
     job = make_job(
         spec, "isles22", 0, time_limit_s=120, mini=True, runs_dir=tmp_path / "runs", group="g"
     )
-    options = RunOptions(
-        settings=RunSettings(
-            runs_dir=tmp_path / "runs",
-            data_dir=isles22_dirs.root.parent,
-            kill_grace_s=1.0,
-            grade_workers=1,
-        ),
-        sandbox=BwrapSandbox(),
-    )
+    options = run_options(tmp_path, isles22_dirs, BwrapSandbox())
     record = execute_run(job, options)
     stderr = (job.folder / "agent.stderr.log").read_text()
     assert record.status == "completed", (record.error, stderr)
@@ -202,15 +199,7 @@ def test_a_paper_condition_run_records_its_condition_selection_and_deviations(
     )
     jobs = experiment_jobs(grid.only_condition("paper"), tmp_path / "runs", recorded_name="pg")
     (job,) = [j for j in jobs if j.config.agent.id == agent_id]
-    options = RunOptions(
-        settings=RunSettings(
-            runs_dir=tmp_path / "runs",
-            data_dir=isles22_dirs.root.parent,
-            kill_grace_s=1.0,
-            grade_workers=1,
-        ),
-        sandbox=LocalSandbox(),
-    )
+    options = run_options(tmp_path, isles22_dirs)
     execute_run(job, options)
     record = read_record(job.folder)
     assert record is not None
