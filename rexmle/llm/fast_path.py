@@ -213,24 +213,12 @@ class FastPath:
         usage: tuple[int, int, int, int],
         error: str | None = None,
     ) -> Any:
-        metering = self.hook.metering
-        tokens_in, tokens_out, cached, reasoning = usage
-        cost = metering.cost_usd(
+        return self.hook.metering.UsageLine.charged(
             self.hook.PRICES[alias],
-            tokens_in=tokens_in,
-            tokens_cached=cached,
-            tokens_out=tokens_out,
-        )
-        return metering.UsageLine(
-            time=metering.now_iso(),
+            usage,
             alias=alias,
             upstream_model=self.hook.UPSTREAM.get(alias, ""),
             status=status,
-            tokens_in=tokens_in,
-            tokens_out=tokens_out,
-            tokens_cached=cached,
-            tokens_reasoning=reasoning,
-            cost_usd=cost,
             latency_s=round(time.time() - started, 4),
             stream=bool(body.get("stream")),
             dropped_params=[],

@@ -209,6 +209,42 @@ class UsageLine:
     dropped_params: list[str] = field(default_factory=list)
     error: str | None = None
 
+    @classmethod
+    def charged(
+        cls,
+        price: Price,
+        usage: tuple[int, int, int, int],
+        *,
+        alias: str,
+        upstream_model: str,
+        status: str,
+        latency_s: float,
+        stream: bool,
+        dropped_params: list[str],
+        error: str | None,
+    ) -> UsageLine:
+        """The line of a call that used ``usage`` (tokens in, out, cached, reasoning), now,
+        charged at ``price`` (:func:`cost_usd`).
+        """
+        tokens_in, tokens_out, cached, reasoning = usage
+        return cls(
+            time=now_iso(),
+            alias=alias,
+            upstream_model=upstream_model,
+            status=status,
+            tokens_in=tokens_in,
+            tokens_out=tokens_out,
+            tokens_cached=cached,
+            tokens_reasoning=reasoning,
+            cost_usd=cost_usd(
+                price, tokens_in=tokens_in, tokens_cached=cached, tokens_out=tokens_out
+            ),
+            latency_s=latency_s,
+            stream=stream,
+            dropped_params=dropped_params,
+            error=error,
+        )
+
     def capped(self) -> UsageLine:
         """A copy whose strings are clipped (see the module docstring)."""
         return replace(

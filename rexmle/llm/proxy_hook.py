@@ -239,21 +239,14 @@ class MeteringHandler(CustomLogger):
             numbers = metering.unreported_usage(body, answer, reserve_output_tokens)
             tokens_in, tokens_out, cached, reasoning = numbers
             error = metering.UNREPORTED
-        cost = metering.cost_usd(
-            price, tokens_in=tokens_in, tokens_cached=cached, tokens_out=tokens_out
-        )
         start = payload.get("startTime") or 0.0
         end = payload.get("endTime") or start
-        return metering.UsageLine(
-            time=metering.now_iso(),
+        return metering.UsageLine.charged(
+            price,
+            (tokens_in, tokens_out, cached, reasoning),
             alias=alias,
             upstream_model=UPSTREAM.get(alias, str(payload.get("model") or "")),
             status=status,
-            tokens_in=tokens_in,
-            tokens_out=tokens_out,
-            tokens_cached=cached,
-            tokens_reasoning=reasoning,
-            cost_usd=cost,
             latency_s=round(float(end) - float(start), 4),
             stream=bool(payload.get("stream")),
             dropped_params=_dropped(kwargs),
