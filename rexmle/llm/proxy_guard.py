@@ -181,7 +181,9 @@ def _native_scope(scope: dict[str, Any]) -> dict[str, Any]:
 
 
 class Direct(Protocol):
-    """A path that serves some calls without ``inner`` (:mod:`rexmle.llm.fast_path`)."""
+    """A path that serves some calls without ``inner`` (:mod:`rexmle.llm.fast_path`,
+    :mod:`rexmle.llm.native_fast`).
+    """
 
     def accepts(self, scope: dict[str, Any]) -> bool:
         """Whether the request might be served directly (its body decides)."""
@@ -243,7 +245,7 @@ def guarded(
                 return
             receive = replay
         marked = any(k.lower() == NATIVE_HEADER for k, _ in scope.get("headers", ()))
-        if direct is not None and protocol == "openai" and not marked and direct.accepts(scope):
+        if direct is not None and not marked and direct.accepts(scope):
             whole = await _buffered(receive, max_request_bytes)
             if whole is None:
                 await _too_large(send, max_request_bytes)
