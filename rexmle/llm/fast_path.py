@@ -1,9 +1,13 @@
-"""The gateway's direct forwarding of OpenAI chat completions to an OpenAI-API provider (loaded
-by the proxy's guard, not by the harness).
+"""The gateway's direct path: calls forwarded to their provider without LiteLLM (loaded by the
+proxy's guard, not by the harness).
 
-Copied into the gateway's state folder as ``gateway_fast.py``. A call is served here, without
-LiteLLM, only when all of these hold; any other call (and any call the meter refuses, which
-LiteLLM's callback then refuses again, answers and records) goes to LiteLLM unchanged:
+Copied into the gateway's state folder as ``gateway_fast.py``. Each :class:`Route` decides which
+calls it takes: here OpenAI chat completions (:class:`OpenAIChat`), in
+:mod:`rexmle.llm.native_fast` Anthropic Messages and Gemini generateContent. Any other call (and
+any call the meter refuses, which LiteLLM's callback then refuses again, answers and records)
+goes to LiteLLM unchanged.
+
+OpenAI chat completions are served here only when all of these hold:
 
 - ``POST /v1/chat/completions`` (or ``/chat/completions``), not Gemini's rewritten route;
 - a registered run token (``Authorization: Bearer`` or ``x-api-key``);
@@ -14,14 +18,24 @@ LiteLLM's callback then refuses again, answers and records) goes to LiteLLM unch
   passes on as it is for each of its sample values, asked once per alias at start. So nothing
   is dropped, renamed or refused on this path that LiteLLM would drop, rename or refuse.
 
-Such a call is admitted by the run's meter (:meth:`RunMeter.admit`, the same estimate, hold-back
-and its time limit as the callback), sent to the provider's base URL with its key on one
-kept-alive connection pool (a streamed call asks for ``stream_options.include_usage``; the usage
-chunk is passed on only when the agent asked for it), and recorded (:meth:`RunMeter.record`)
-with the same usage line and trajectory entry fields as the callback writes, charged at the
-alias's price. An answer the provider sends without its usage (an OpenAI-compatible server that
-ignores ``include_usage``) is charged :func:`~rexmle.llm.metering.unreported_usage`, never
-nothing, and its line says so (:data:`~rexmle.llm.metering.UNREPORTED`).
+Every call served here is admitted by the run's meter (:meth:`RunMeter.admit`, the same
+estimate, hold-back and its time limit as the callback; a hold-back past the limit is refused
+429), sent to the provider's base URL with its key on one kept-alive connection pool (a
+streamed chat completion asks for ``stream_options.include_usage``; the usage chunk is passed
+on only when the agent asked for it), and recorded (:meth:`RunMeter.record`) with the same
+usage line and trajectory entry fields as the callback writes, charged at the alias's price.
+
+Charging:
+    An answer is charged the usage the provider reported for it: a plain answer's, a stream's
+    final one (the usage chunk, Anthropic's ``message_delta``, Gemini's chunk with a
+    ``finishReason``). An answer without it (an OpenAI-compatible server that ignores
+    ``include_usage``, a stream that ends early) is charged
+    :func:`~rexmle.llm.metering.unreported_usage`, never nothing, and its line says so
+    (:data:`~rexmle.llm.metering.UNREPORTED`). A call that fails or is cancelled before the
+    provider answered costs nothing (status ``error``); one whose answer had begun (the
+    provider answered 200: a stream broken off after its first bytes, a plain body cut short,
+    the agent gone) is an ``error`` charged the same way, its line starting with
+    :data:`BROKEN_OFF` and saying which (:data:`REPORTED` or the estimate's note).
 """
 
 from __future__ import annotations
@@ -506,7 +520,8 @@ class FastPath:
                     )
             tail = reader.add(pending) if pending.strip() else pending
             await send({"type": "http.response.body", "body": tail or b"", "more_body": False})
-            line = self._charged(call, started, reader.usage(), reader.answer())
+            usage = reader.usage() if reader.complete else None
+            line = self._charged(call, started, usage, reader.answer())
             return line, self._trajectory(route, call, line, reader.response())
         finally:
             await answer.aclose()

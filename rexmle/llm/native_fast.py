@@ -39,8 +39,9 @@ has ``api: gemini``):
 - a registered run token (``Authorization: Bearer``, ``x-api-key``, ``x-goog-api-key`` or
   ``?key=``), no query parameters but ``key`` and, when streamed, ``alt=sse``;
 - keys of :data:`GEMINI_KEYS` only (camel case: LiteLLM renames snake-case ones), a non-empty
-  ``contents`` list, and ``generationConfig`` keys that LiteLLM's own mapping passes on as they
-  are (asked once per alias at start; the response-schema keys, which it rewrites, never).
+  ``contents`` list, ``tools`` of function declarations only, and ``generationConfig`` keys that
+  LiteLLM's own mapping passes on as they are (asked once per alias at start; the
+  response-schema keys, which it rewrites, never).
   At start, LiteLLM's request building is run on a sample; when it does not build the body
   :func:`gemini_body` builds, no Gemini call is served here.
 
@@ -504,6 +505,11 @@ class GeminiGenerate:
             return None
         if not set(config) <= self.config_keys[alias]:
             return None
+        tools = body.get("tools", [])
+        if not isinstance(tools, list) or not all(
+            isinstance(tool, dict) and set(tool) == {"functionDeclarations"} for tool in tools
+        ):
+            return None
         details = {"verb": route["verb"]}
         return fast.Call(
             meter, alias, body, stream=stream, view=native.estimate_view(body), details=details
@@ -523,10 +529,7 @@ class GeminiGenerate:
         if not isinstance(response, dict):
             return None, None, response
         relayed = None
-        if "citationSources" in json.dumps(response):
-            from litellm.llms.gemini.google_genai.transformation import GoogleGenAIConfig
-
-            response = GoogleGenAIConfig().convert_citation_sources_to_citations(response)
+        if _rename_citations(response):
             relayed = _compact(response)
         return relayed, native.gemini_usage(response), response.get("candidates")
 
@@ -538,6 +541,19 @@ class GeminiGenerate:
         """``contents`` as the messages, and the other keys."""
         params = {k: v for k, v in body.items() if k != "contents"}
         return {"messages": body.get("contents"), "params": params}
+
+
+def _rename_citations(response: dict[str, Any]) -> bool:
+    """Rename each candidate's ``citationMetadata.citationSources`` to ``citations`` in place,
+    as LiteLLM does; whether there was one.
+    """
+    renamed = False
+    for candidate in response.get("candidates") or ():
+        metadata = candidate.get("citationMetadata") if isinstance(candidate, dict) else None
+        if isinstance(metadata, dict) and "citationSources" in metadata:
+            metadata["citations"] = metadata.pop("citationSources")
+            renamed = True
+    return renamed
 
 
 class GeminiReader:

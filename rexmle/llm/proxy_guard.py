@@ -23,6 +23,10 @@ uvicorn asks for it, so that the harness can import this module without LiteLLM)
 - On a native route (Anthropic Messages, Gemini) an error answer (a refusal, an upstream error,
   the size limit's 413) is rewritten into that provider's error shape
   (:func:`rexmle.llm.native_routes.reshaped_error`), so the agent's own SDK reads it.
+- A call the direct path takes (OpenAI chat completions, :mod:`rexmle.llm.fast_path`; Anthropic
+  Messages and Gemini generateContent, :mod:`rexmle.llm.native_fast`) is served there, never
+  reaching LiteLLM (the request rewritten from Gemini's OpenAI-compatible route never takes it);
+  every other call reaches LiteLLM with its body as it came.
 """
 
 from __future__ import annotations
