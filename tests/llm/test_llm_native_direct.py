@@ -6,15 +6,13 @@ must not take served by LiteLLM.
 
 from __future__ import annotations
 
-import http.client
 import json
 import threading
-import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from llm_support import usage_lines
+from llm_support import call, jsonl_lines, usage_lines
 
 from rexmle.llm.config import Limits
 from rexmle.llm.fast_path import BROKEN_OFF, REPORTED, USER_AGENT
@@ -44,21 +42,6 @@ def twins(start_standin_gateway: Any) -> Iterator[tuple[Gateway, Gateway]]:
         yield direct, via
 
 
-def call(
-    gateway: Gateway, path: str, body: dict[str, Any], headers: dict[str, str]
-) -> tuple[int, str]:
-    """POST ``body``; (status, text), the text as far as it came when the stream broke off."""
-    conn = http.client.HTTPConnection("127.0.0.1", gateway.port, timeout=60)
-    conn.request("POST", path, json.dumps(body), {"Content-Type": "application/json", **headers})
-    response = conn.getresponse()
-    try:
-        text = response.read().decode()
-    except http.client.IncompleteRead as broken:
-        text = broken.partial.decode()
-    conn.close()
-    return response.status, text
-
-
 def anthropic(link: RunLink, **extra: str) -> dict[str, str]:
     return {"x-api-key": link.token, "anthropic-version": "2023-06-01", **extra}
 
@@ -72,14 +55,8 @@ def served_directly(request: Any) -> bool:
 
 
 def trajectory(link: RunLink, expected: int = 1) -> list[dict[str, Any]]:
-    """The run's trajectory entries once ``expected`` are written (after the answer)."""
-    path = link.usage_path.with_name(TRAJECTORY_FILE)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if path.is_file() and len(path.read_text().splitlines()) >= expected:
-            break
-        time.sleep(0.05)
-    return [json.loads(x) for x in path.read_text().splitlines()]
+    """The run's trajectory entries once ``expected`` are written."""
+    return jsonl_lines(link.usage_path.with_name(TRAJECTORY_FILE), expected)
 
 
 def without_ids(value: Any) -> Any:
