@@ -233,7 +233,7 @@ def json_object(raw: bytes) -> dict[str, Any] | None:
     """The body as a JSON object, or None."""
     try:
         body = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     return body if isinstance(body, dict) else None
 
@@ -374,7 +374,10 @@ class FastPath:
     async def serve(self, scope: dict[str, Any], raw: bytes, send: Send) -> bool:
         """Serve the call here and return True, or return False for LiteLLM to serve it."""
         route = self._route(scope)
-        call = None if route is None else route.call(scope, raw)
+        try:
+            call = None if route is None else route.call(scope, raw)
+        except Exception:  # a body no check foresaw: LiteLLM answers it
+            call = None
         if route is None or call is None:
             return False
         meter = call.meter
