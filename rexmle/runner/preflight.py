@@ -5,6 +5,9 @@ saying what to fix.
 - an agent's own code folder (``--agent-dir``, ``dir:``) can be shipped
   (:mod:`rexmle.runner.agent_code`), holds neither the runs dir nor the data dir, and the
   command does not name its host path;
+- the local executor's GPU ids (``--gpus``, ``executor.gpus``) are GPUs of this machine
+  (:mod:`rexmle.runner.gpus`); the Slurm executor takes none (it gives each run
+  ``gpus_per_run`` GPUs);
 - every model an LLM agent would call is in the LLM config (the configured ones are listed);
 - no run folder holds a run of another config, unless ``--force-config`` replaces it: the
   message says what differs (the agent's code, its command, ...).
@@ -86,6 +89,7 @@ def check_study(chosen: Experiment, settings: RunSettings, source: StudySource) 
                 raise SpecError(msg) from error
             _refuse_host_path(entry.command or spec.command, code_dir, source, index)
     _check_tasks(chosen, source)
+    _check_gpus(chosen, source)
     _check_models(chosen, settings, source)
 
 
@@ -140,6 +144,23 @@ def _check_tasks(chosen: Experiment, source: StudySource) -> None:
             where = source.where(("tasks", index), "--task")
             msg = f"{where}: unknown task {task!r}{hint}; tasks: {', '.join(known)}"
             raise SpecError(msg)
+
+
+def _check_gpus(chosen: Experiment, source: StudySource) -> None:
+    """Refuse GPU ids this machine lacks (local executor), or any (Slurm gives the GPUs)."""
+    from rexmle.runner.gpus import check_gpu_ids, local_gpus
+
+    requested = chosen.executor.gpus
+    if not requested:
+        return
+    where = source.where(("executor", "gpus"), "--gpus")
+    if chosen.executor.kind == "slurm":
+        msg = (
+            f"{where}: GPU ids are for the local executor; Slurm gives each run its GPUs: "
+            "drop the ids and set gpus_per_run (GPUs per run, 0 for none)"
+        )
+        raise SpecError(msg)
+    check_gpu_ids(requested, local_gpus(), where=where)
 
 
 def _check_models(chosen: Experiment, settings: RunSettings, source: StudySource) -> None:
