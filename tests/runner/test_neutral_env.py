@@ -1,0 +1,77 @@
+"""The neutral copy of a virtual environment: nothing in it names a host path, the rest is the
+venv's own files (hard links where the filesystem allows).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from rexmle.runner.sandbox.neutral_env import copy_package, copy_venv
+
+
+def make_venv(checkout: Path) -> Path:
+    venv = checkout / ".venv"
+    site = venv / "lib" / "python3.11" / "site-packages"
+    (site / "pkg" / "__pycache__").mkdir(parents=True)
+    (site / "pkg" / "__init__.py").write_text("x = 1\n")
+    (site / "pkg" / "__pycache__" / "__init__.cpython-311.pyc").write_bytes(
+        b"\0" + str(site).encode()
+    )
+    (site / "__editable___rexmle_0_1_0_finder.py").write_text(
+        f"MAPPING = {{'rexmle': '{checkout}'}}"
+    )
+    (site / "__editable__.rexmle-0.1.0.pth").write_text("import __editable___rexmle_0_1_0_finder\n")
+    (site / "distutils-precedence.pth").write_text("import os\n")
+    meta = site / "rexmle-0.1.0.dist-info"
+    meta.mkdir()
+    (meta / "direct_url.json").write_text(f'{{"url": "file://{checkout}"}}')
+    (meta / "METADATA").write_text("Name: rexmle\n")
+    (venv / "bin").mkdir()
+    (venv / "bin" / "python").symlink_to("/usr/bin/python3")
+    (venv / "bin" / "pytest").write_text(f"#!{venv}/bin/python\nimport pytest\n")
+    (venv / "bin" / "activate").write_text(f"VIRTUAL_ENV='{venv}'\n")
+    (venv / "lib64").symlink_to(venv / "lib")  # absolute, inside the venv
+    (venv / "outside").symlink_to(checkout / "rexmle")  # absolute, into the checkout
+    (venv / "pyvenv.cfg").write_text(
+        f"home = /usr/bin\nversion = 3.11.7\ncommand = /usr/bin/python3 -m venv {venv}\n"
+    )
+    return venv
+
+
+def test_the_copy_names_no_host_path_and_keeps_the_rest(tmp_path: Path) -> None:
+    checkout = tmp_path / "checkout"
+    venv = make_venv(checkout)
+    target = tmp_path / "neutral" / "venv"
+    target.parent.mkdir()
+    copy_venv(venv, target, (str(checkout), str(venv)))
+    for folder, _, files in os.walk(target):
+        for name in files:
+            path = Path(folder) / name
+            text = path.read_bytes() if not path.is_symlink() else os.readlink(path).encode()
+            assert str(checkout).encode() not in text, path
+    site = target / "lib" / "python3.11" / "site-packages"
+    assert sorted(p.name for p in site.iterdir()) == [
+        "distutils-precedence.pth", "pkg", "rexmle-0.1.0.dist-info",
+    ]  # fmt: skip
+    assert sorted(p.name for p in (site / "pkg").iterdir()) == ["__init__.py"]  # no bytecode
+    assert sorted(p.name for p in (site / "rexmle-0.1.0.dist-info").iterdir()) == ["METADATA"]
+    assert sorted(p.name for p in (target / "bin").iterdir()) == ["python"]
+    assert os.readlink(target / "bin" / "python") == "/usr/bin/python3"
+    assert os.readlink(target / "lib64") == "lib"  # made relative
+    assert not (target / "outside").is_symlink()  # left out: it leads into the checkout
+    assert (target / "pyvenv.cfg").read_text() == "home = /usr/bin\nversion = 3.11.7\n"
+    original = venv / "lib" / "python3.11" / "site-packages" / "pkg" / "__init__.py"
+    assert (site / "pkg" / "__init__.py").stat().st_ino == original.stat().st_ino  # a hard link
+
+
+def test_the_package_copy_has_no_bytecode(tmp_path: Path) -> None:
+    package = tmp_path / "rexmle"
+    (package / "sub" / "__pycache__").mkdir(parents=True)
+    (package / "sub" / "__pycache__" / "m.cpython-311.pyc").write_bytes(b"host path")
+    (package / "sub" / "m.py").write_text("y = 2\n")
+    copy_package(package, tmp_path / "copy")
+    found = sorted(
+        p.relative_to(tmp_path / "copy").as_posix() for p in (tmp_path / "copy").rglob("*")
+    )
+    assert found == ["sub", "sub/m.py"]
