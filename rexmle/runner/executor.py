@@ -671,8 +671,13 @@ def _failure_note(record: RunRecord, folder: Path) -> str:
 
 
 def remove_leftovers(console: Console) -> None:
-    """Remove what killed harnesses left behind (socket folders, run cgroups), saying so."""
-    for stale in [*remove_stale_socket_dirs(), *remove_stale_cgroups()]:
+    """Remove what killed harnesses left behind (socket folders, run cgroups, the sandbox's
+    copies of the environment), saying so.
+    """
+    from rexmle.runner.sandbox.neutral_env import remove_stale_env_copies
+
+    leftovers = [*remove_stale_socket_dirs(), *remove_stale_cgroups(), *remove_stale_env_copies()]
+    for stale in leftovers:
         console.print(f"removed the leftover {stale} of a killed run", highlight=False)
 
 

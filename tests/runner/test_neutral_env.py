@@ -7,7 +7,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from rexmle.runner.sandbox.neutral_env import copy_package, copy_venv
+from rexmle.runner.sandbox.neutral_env import (
+    COPIES_PREFIX,
+    copy_package,
+    copy_venv,
+    neutral_env,
+    remove_stale_env_copies,
+)
 
 
 def make_venv(checkout: Path) -> Path:
@@ -75,3 +81,15 @@ def test_the_package_copy_has_no_bytecode(tmp_path: Path) -> None:
         p.relative_to(tmp_path / "copy").as_posix() for p in (tmp_path / "copy").rglob("*")
     )
     assert found == ["sub", "sub/m.py"]
+
+
+def test_copies_in_use_stay_and_those_of_a_killed_harness_go(tmp_path: Path) -> None:
+    live = neutral_env()
+    dead = tmp_path / f"{COPIES_PREFIX}dead"
+    (dead / "venv").mkdir(parents=True)
+    (dead / ".owner").touch()  # its owner died: nobody holds the lock
+    assert remove_stale_env_copies(tmp_path) == [dead]
+    assert not dead.exists()
+    assert live.root not in remove_stale_env_copies()  # this process holds its claim
+    assert live.shim.is_file()
+    assert (live.package / "__init__.py").is_file()

@@ -6,8 +6,9 @@ checkout and the virtual environment in several places: an editable install's fi
 (``__editable___*_finder.py``, its ``.pth``), ``direct_url.json``, the scripts in the venv's
 ``bin/`` (their ``#!`` line), ``pyvenv.cfg`` (``command = ...``), and every ``.pyc`` compiled on
 the host (the source path it was compiled from). So bwrap binds neither the checkout nor the
-venv itself, but a **neutral copy** of each, made once per harness process in a fresh folder
-under the system's temporary folder (:func:`neutral_env`) and removed when the process exits:
+venv itself, but a **neutral copy** of each, made once per harness process in a fresh claimed
+folder ``$TMPDIR/rexmle-env-*`` (:func:`neutral_env`), removed when the process exits, or by the
+next ``rexmle run`` when a killed harness left it (:func:`remove_stale_env_copies`):
 
 - ``venv/``: the virtual environment, every file hard-linked (copied where a link cannot be
   made), without ``__pycache__`` folders and ``.pyc`` files, without setuptools' editable
@@ -26,18 +27,18 @@ Without the host's bytecode, the sandbox's Python compiles what it imports into
 from __future__ import annotations
 
 import atexit
-import contextlib
 import os
 import shutil
 import stat
 import sys
-import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 
 import rexmle
+from rexmle.runner.leftovers import ClaimedDir, remove_stale_dirs
 
+COPIES_PREFIX = "rexmle-env-"
 PYCACHE_INSIDE = "/tmp/.pycache"
 """``PYTHONPYCACHEPREFIX`` inside the sandbox: bytecode compiled there stays in the run."""
 SKIPPED_NAMES = frozenset({"__pycache__"})
@@ -177,7 +178,7 @@ def copy_package(source: Path, target: Path) -> None:
 
 
 _lock = threading.Lock()
-_made: list[NeutralEnv] = []
+_made: list[tuple[NeutralEnv, ClaimedDir]] = []
 
 
 def neutral_env() -> NeutralEnv:
@@ -186,9 +187,10 @@ def neutral_env() -> NeutralEnv:
     """
     with _lock:
         if _made:
-            return _made[0]
-        root = Path(tempfile.mkdtemp(prefix="rexmle-sandbox-env-"))
-        atexit.register(shutil.rmtree, root, ignore_errors=True)
+            return _made[0][0]
+        claim = ClaimedDir(COPIES_PREFIX)
+        atexit.register(claim.release)
+        root = claim.path
         os.chmod(root, 0o755)  # a private uid inside the sandbox must traverse it
         hidden = host_paths()
         venv = virtual_env()
@@ -201,14 +203,10 @@ def neutral_env() -> NeutralEnv:
         shim = root / "shim.py"
         shutil.copy2(package_root() / "runner" / "sandbox" / "shim.py", shim)
         made = NeutralEnv(root=root, venv=venv_copy, package=package, shim=shim)
-        _made.append(made)
+        _made.append((made, claim))
         return made
 
 
-def forget_neutral_env() -> None:
-    """Remove the copies now (the next :func:`neutral_env` makes fresh ones)."""
-    with _lock:
-        for made in _made:
-            with contextlib.suppress(OSError):
-                shutil.rmtree(made.root)
-        _made.clear()
+def remove_stale_env_copies(temp_dir: Path | None = None) -> list[Path]:
+    """Remove the copies killed harnesses left (their claim is unheld); returns them."""
+    return remove_stale_dirs(COPIES_PREFIX, temp_dir)
