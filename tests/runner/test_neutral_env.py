@@ -93,3 +93,15 @@ def test_copies_in_use_stay_and_those_of_a_killed_harness_go(tmp_path: Path) -> 
     assert live.root not in remove_stale_env_copies()  # this process holds its claim
     assert live.shim.is_file()
     assert (live.package / "__init__.py").is_file()
+
+
+def test_the_copy_is_readable_whatever_the_umask(tmp_path: Path) -> None:
+    venv = make_venv(tmp_path / "checkout")
+    previous = os.umask(0o077)
+    try:
+        copy_venv(venv, tmp_path / "copy", (str(tmp_path / "checkout"),))
+    finally:
+        os.umask(previous)
+    assert (tmp_path / "copy").stat().st_mode & 0o777 == 0o755
+    assert (tmp_path / "copy" / "lib" / "python3.11").stat().st_mode & 0o777 == 0o755
+    assert (tmp_path / "copy" / "pyvenv.cfg").stat().st_mode & 0o777 == 0o644

@@ -134,6 +134,7 @@ def copy_venv(source: Path, target: Path, hidden: tuple[str, ...]) -> None:
         relative = Path(folder).relative_to(top)
         here = target / relative
         here.mkdir(exist_ok=True)
+        here.chmod(0o755)  # whatever the harness's umask: the agent's uid must enter it
         checked = _is_metadata_folder(relative)
         in_site_packages = relative.name == "site-packages"
         kept_folders = []
@@ -157,6 +158,7 @@ def copy_venv(source: Path, target: Path, hidden: tuple[str, ...]) -> None:
                 continue
             elif relative == Path(".") and name == "pyvenv.cfg":
                 (here / name).write_bytes(_clean_config(Path(path), hidden))
+                (here / name).chmod(0o644)
             elif not checked or _names_no_host(path, hidden):
                 _link_or_copy(path, os.fspath(here / name))
 
