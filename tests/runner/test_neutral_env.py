@@ -105,3 +105,13 @@ def test_the_copy_is_readable_whatever_the_umask(tmp_path: Path) -> None:
     assert (tmp_path / "copy").stat().st_mode & 0o777 == 0o755
     assert (tmp_path / "copy" / "lib" / "python3.11").stat().st_mode & 0o777 == 0o755
     assert (tmp_path / "copy" / "pyvenv.cfg").stat().st_mode & 0o777 == 0o644
+
+
+def test_a_path_is_named_only_as_a_whole(tmp_path: Path) -> None:
+    checkout = tmp_path / "w"
+    venv = make_venv(checkout)
+    meta = venv / "lib" / "python3.11" / "site-packages" / "rexmle-0.1.0.dist-info"
+    (meta / "METADATA").write_text(f"Home-page: {checkout}ww/docs\n")  # another folder
+    copy_venv(venv, tmp_path / "copy", (str(checkout),))
+    kept = tmp_path / "copy" / "lib" / "python3.11" / "site-packages" / "rexmle-0.1.0.dist-info"
+    assert sorted(p.name for p in kept.iterdir()) == ["METADATA"]

@@ -27,7 +27,9 @@ Without the host's bytecode, the sandbox's Python compiles what it imports into
 from __future__ import annotations
 
 import atexit
+import functools
 import os
+import re
 import shutil
 import stat
 import sys
@@ -84,8 +86,16 @@ def host_paths() -> tuple[str, ...]:
 
 
 def _names_host(data: bytes | str, hidden: tuple[str, ...]) -> bool:
+    """Whether ``data`` names one of the ``hidden`` paths: the path, not followed by another
+    character of a file name (``/w`` is named by ``/w/x`` and ``'/w'``, not by ``/www``).
+    """
     raw = data.encode("utf-8", "surrogateescape") if isinstance(data, str) else data
-    return any(os.fsencode(path) in raw for path in hidden)
+    return any(_path_pattern(path).search(raw) for path in hidden)
+
+
+@functools.cache
+def _path_pattern(path: str) -> re.Pattern[bytes]:
+    return re.compile(re.escape(os.fsencode(path)) + rb"(?![A-Za-z0-9._+-])")
 
 
 def _link_or_copy(source: str, target: str) -> None:
