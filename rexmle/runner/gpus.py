@@ -104,9 +104,13 @@ def check_gpu_ids(requested: Sequence[str], inventory: GpuInventory, *, where: s
         found += (
             " (the harness's CUDA_VISIBLE_DEVICES limits it to those: unset it to use every GPU)"
         )
+    pick = (
+        "Give ids from that list (indices, as nvidia-smi -L numbers them), "
+        if inventory.ids
+        else ""
+    )
     msg = (
-        f"{where}: no GPU {', '.join(unknown)} here: {found}. Give ids from that list "
-        "(indices, as nvidia-smi -L numbers them), drop --gpus to run without GPUs, or run "
-        "where the GPUs are (--executor slurm gives each run its GPUs)"
+        f"{where}: no GPU {', '.join(unknown)} here: {found}. {pick}drop --gpus to run "
+        "without GPUs, or run where the GPUs are (--executor slurm gives each run its GPUs)"
     )
     raise SpecError(msg)
