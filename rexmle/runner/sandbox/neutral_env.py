@@ -209,6 +209,13 @@ def neutral_env() -> NeutralEnv:
         venv_copy = None
         if venv is not None:
             venv_copy = root / "venv"
+            if os.stat(venv).st_dev != os.stat(root).st_dev:
+                sys.stderr.write(
+                    f"rexmle: {root.parent} is not on the file system of {venv}: the sandbox's "
+                    f"copy of the environment is a full copy, not hard links (time, and memory "
+                    f"where it is a tmpfs); set TMPDIR to a folder on that file system to avoid "
+                    f"it\n"
+                )
             copy_venv(venv, venv_copy, hidden)
         package = root / "rexmle"
         copy_package(package_root(), package)
