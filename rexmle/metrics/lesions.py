@@ -9,10 +9,10 @@ import numpy.typing as npt
 
 from rexmle.metrics.overlap import check_mask_pair, check_same_shape
 from rexmle.metrics.topology import (
-    bounding_box,
     check_connectivity,
     component_count,
     connected_components,
+    union_bounding_box,
 )
 
 __all__ = [
@@ -56,7 +56,7 @@ def lesion_counts(
     """
     check_mask_pair(pred, truth)
     check_connectivity(pred.ndim, connectivity)
-    box = bounding_box(pred | truth)
+    box = union_bounding_box(pred, truth)
     if box is None:
         return 0, 0, 0
     # every component lies inside the box of the union, so labelling the box is enough

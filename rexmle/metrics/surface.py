@@ -11,14 +11,17 @@ Two surface models are used, each by the challenges that define it:
 Distances are computed on the bounding box of both masks plus a one-voxel margin. Voxel
 surfaces: a point that is on both surfaces is at 0; a point whose nearest other-surface point is
 one of its 3×3×3 neighbours (provably so when that neighbour is within 2·min(spacing)) is
-resolved there; the rest go to a k-d tree on the other surface's points. Distances are then
+resolved there; the rest go to a k-d tree on the other surface's points (`nearest_indices`).
+Distances are then
 computed in float64 from the integer index offsets with the arithmetic of
 `scipy.ndimage.distance_transform_edt`. Dense surfaces (more than 1/16 of the cropped voxels)
 use the `edt` distance transform instead (float32, relative error below 1e-6). Surfels use
 scipy's float64 distance transform itself, as DeepMind's code does, when the crop is small
 against the surfaces; otherwise a wider neighbour window (up to 400 offsets, exact where it
-finds a point) and a k-d tree for the rest, with the same float64 arithmetic on the nearest
-point's index offset (only exact ties between two nearest surfels may differ in the last bit).
+finds a point; skipped when too few points are asked for to pay for it) and a k-d tree for the
+rest, with the same float64 arithmetic on the nearest point's index offset (only exact ties
+between two nearest surfels may differ in the last bit). The route is chosen by measured costs
+(`_surfel_route`), never by the values.
 All functions take `spacing_mm` per array axis, in the array's axis order.
 """
 
@@ -33,10 +36,14 @@ import edt
 import numpy as np
 import numpy.typing as npt
 from scipy import ndimage
-from scipy.spatial import cKDTree
 
+from rexmle.metrics.nearest import nearest_indices
 from rexmle.metrics.overlap import check_mask_pair
-from rexmle.metrics.topology import VALID_CONNECTIVITIES, bounding_box, label_boxes
+from rexmle.metrics.topology import (
+    VALID_CONNECTIVITIES,
+    label_boxes,
+    union_bounding_box,
+)
 
 __all__ = [
     "SurfaceDistances",
@@ -90,6 +97,19 @@ def volume_diagonal_mm(shape: Sequence[int], spacing_mm: Sequence[float]) -> flo
     return float(np.linalg.norm(np.asarray(shape, dtype=np.float64) * spacing))
 
 
+def _zero_padded(array: np.ndarray, widths: Sequence[int] | int) -> np.ndarray:
+    """`np.pad(array, [(w, w) for w in widths])` with zeros (or False), without its generic
+    machinery, which costs more than the copy on the small crops of a surface.
+    """
+    ndim = array.ndim
+    per_axis = [widths] * ndim if isinstance(widths, int) else list(widths)
+    padded = np.zeros(
+        tuple(n + 2 * w for n, w in zip(array.shape, per_axis, strict=True)), dtype=array.dtype
+    )
+    padded[tuple(slice(w, w + n) for n, w in zip(array.shape, per_axis, strict=True))] = array
+    return padded
+
+
 def _structure_offsets(ndim: int, connectivity: int) -> list[tuple[int, ...]]:
     allowed = VALID_CONNECTIVITIES.get(ndim)
     if allowed is None or connectivity not in allowed:
@@ -106,7 +126,7 @@ def _structure_offsets(ndim: int, connectivity: int) -> list[tuple[int, ...]]:
 def _erode(mask: np.ndarray, connectivity: int) -> np.ndarray:
     """Binary erosion with the array border counting as background (scipy `border_value=0`)."""
     offsets = _structure_offsets(mask.ndim, connectivity)
-    padded = np.pad(mask, 1)
+    padded = _zero_padded(mask, 1)
     if len(offsets) == 3**mask.ndim:
         # The full box is separable: erode along one axis at a time.
         for axis in range(mask.ndim):
@@ -198,8 +218,7 @@ def _nearest_distances_mm(
         found = _nearest_in_window_mm(sources, target_mask, spacing)
         far = np.isinf(found)
         if far.any():
-            tree = cKDTree(targets * spacing, balanced_tree=False, compact_nodes=False)
-            _, nearest = tree.query(sources[far] * spacing, k=1)
+            nearest = nearest_indices(targets * spacing, sources[far] * spacing)
             found[far] = _exact_offsets_mm(targets[nearest] - sources[far], spacing)
         distances[query] = found
     return a_distances, b_distances
@@ -220,7 +239,7 @@ def _nearest_in_window_mm(
         for axis in range(ndim)
     )
     # Pad (a copy) only when a source sits on the array border and a neighbour would fall out.
-    grid = np.ascontiguousarray(target_mask) if interior else np.pad(target_mask, 1)
+    grid = np.ascontiguousarray(target_mask) if interior else _zero_padded(target_mask, 1)
     strides = np.array(grid.strides, dtype=np.int64) // grid.itemsize
     flat_padded = grid.ravel()
     flat_sources = (sources + (0 if interior else 1)) @ strides
@@ -313,7 +332,7 @@ def surface_distances(
     check_mask_pair(pred, truth)
     spacing = _check_spacing(spacing_mm, pred.ndim)
     _structure_offsets(pred.ndim, surface_connectivity)
-    box = bounding_box(pred | truth, margin=1)
+    box = union_bounding_box(pred, truth, margin=1)
     if box is None or not pred.any() or not truth.any():
         msg = "surface distances need two non-empty masks"
         raise ValueError(msg)
@@ -612,14 +631,14 @@ def _neighbour_codes(mask: np.ndarray, kernel: np.ndarray) -> np.ndarray:
     for index in np.ndindex(*expected.shape):
         expected[index] = 1 << (2**ndim - 1 - sum(i << (ndim - 1 - a) for a, i in enumerate(index)))
     if not np.array_equal(np.asarray(kernel), expected):  # a different table: DeepMind's loop
-        padded = np.pad(mask, 1)
+        padded = _zero_padded(mask, 1)
         corners = tuple(n + 1 for n in mask.shape)
         codes = np.zeros(corners, dtype=np.uint8)
         for index in np.ndindex(*kernel.shape):
             window = padded[tuple(slice(i, i + n) for i, n in zip(index, corners, strict=True))]
             np.add(codes, np.uint8(kernel[index]), out=codes, where=window)
         return codes
-    codes = np.pad(mask, 1).view(np.uint8)
+    codes = _zero_padded(mask, 1).view(np.uint8)
     for axis, shift in zip(range(ndim - 1, -1, -1), (1, 2, 4), strict=False):
         low = [slice(None)] * ndim
         high = [slice(None)] * ndim
@@ -652,7 +671,7 @@ def _surfel_grid(
 ) -> _SurfelGrid:
     """The codes and surfels of two non-empty masks, cropped to `box`, their union's box."""
     if box is None:
-        box = bounding_box(pred | truth, margin=0)
+        box = union_bounding_box(pred, truth, margin=0)
     if box is None:  # callers check for empty masks first; keeps the type checker informed
         msg = "surfel distances need two non-empty masks"
         raise ValueError(msg)
@@ -685,17 +704,19 @@ def _surfel_nearest_mm(
 ) -> npt.NDArray[np.float64]:
     """For each surfel corner in `points`, the distance in mm to the nearest True of `target`.
 
-    `off` marks the points that are not in `target` (the others are at 0). Two routes, chosen
+    `off` marks the points that are not in `target` (the others are at 0). Three routes, chosen
     by `_surfel_route`: scipy's float64 distance transform (DeepMind's computation, ties
-    included) read at the points; or the 3×…×3 neighbour window and a k-d tree for the rest,
-    the distance then computed from the nearest point's index offset with scipy's arithmetic
-    (equal but for exact ties between two nearest surfels, which may differ in the last bit).
+    included) read at the points; a k-d tree on the target points; or the wide neighbour
+    window first and the k-d tree for the points it leaves. Off the transform, the distance is
+    computed from the nearest point's index offset with scipy's arithmetic (equal but for
+    exact ties between two nearest surfels, which may differ in the last bit).
     """
     distances = np.zeros(len(points), dtype=np.float64)
     if not off.any():
         return distances
     sources = points[off]
-    if _surfel_route(target.size, len(sources), len(target_points)) == "transform":
+    route = _surfel_route(target.size, len(sources), len(target_points))
+    if route == "transform":
         features = ndimage.distance_transform_edt(
             ~target, sampling=spacing, return_distances=False, return_indices=True
         )
@@ -703,13 +724,13 @@ def _surfel_nearest_mm(
         nearest = np.stack([features[axis][at] for axis in range(target.ndim)], axis=1)
         distances[off] = _exact_offsets_mm(nearest - sources, spacing)
         return distances
-    found = _nearest_in_wide_window_mm(sources, target, spacing)
+    if route == "window":
+        found = _nearest_in_wide_window_mm(sources, target, spacing)
+    else:
+        found = np.full(len(sources), np.inf)
     far = np.isinf(found)
     if far.any():
-        tree = cKDTree(
-            target_points * spacing, leafsize=32, balanced_tree=False, compact_nodes=False
-        )
-        _, index = tree.query(sources[far] * spacing, k=1)
+        index = nearest_indices(target_points * spacing, sources[far] * spacing)
         found[far] = _exact_offsets_mm(target_points[index] - sources[far], spacing)
     distances[off] = found
     return distances
@@ -719,10 +740,17 @@ _WINDOW_OFFSETS = 400
 """Most index offsets in the wide neighbour window (`_window_offsets`)."""
 
 _WINDOW_RUN = 8
-"""The window stops when a run of this many offsets resolves too few of the open points."""
+"""The window weighs its cost against the tree's after each run of this many offsets."""
 
-_TREE_QUERY_LOOKUPS = 1000
-"""Cost of one k-d tree query in window lookups of one point (measured, bench/panther.py)."""
+
+_WINDOW_STEP_NS = 8000
+"""Fixed cost of trying one offset of the window, in ns (measured, bench/panther.py)."""
+
+_WINDOW_LOOKUP_NS = 3
+"""Cost of one window lookup of one open point, in ns (measured)."""
+
+_TREE_QUERY_NS = 2000
+"""Cost of one k-d tree query of a point near the other surface, in ns (measured)."""
 
 
 @functools.lru_cache(maxsize=32)
@@ -762,51 +790,74 @@ def _nearest_in_wide_window_mm(
     (`_window_offsets`), where that is the nearest of all; inf elsewhere.
 
     Offsets are tried in increasing distance, so the first hit is the nearest. The search stops
-    early (the rest stay inf, for the k-d tree) once a run of offsets resolves less than one
-    point in `_TREE_QUERY_LOOKUPS` per lookup.
+    early (the rest stay inf, for the k-d tree) once a run of `_WINDOW_RUN` offsets cost more
+    (a fixed cost per offset and a lookup per open point) than the tree queries of the points
+    it resolved would have.
     """
     offsets, lengths, radii = _window_offsets(tuple(float(v) for v in spacing))
-    grid = np.pad(target, [(r, r) for r in radii])
+    grid = _zero_padded(target, radii)
     strides = np.array(grid.strides, dtype=np.int64) // grid.itemsize
     flat = grid.ravel()
     position = (sources + np.asarray(radii, dtype=np.int64)) @ strides
-    active = np.arange(len(sources))
     best = np.full(len(sources), np.inf)
-    recent = 0  # hits in the current run of _WINDOW_RUN offsets
+    # The open points are compacted out of `active` only once half of them are resolved:
+    # until then a resolved point stays in the arrays, masked by `open_points`.
+    active = np.arange(len(sources))
+    active_best = best.copy()
+    open_points = np.ones(len(sources), dtype=np.bool_)
+    n_open = len(sources)
+    index = np.empty_like(position)
+    recent = lookups = 0  # points resolved and lookups in the current run of offsets
     for step, (shift, length) in enumerate(
         zip((offsets @ strides).tolist(), lengths.tolist(), strict=True), start=1
     ):
-        hit = flat[position + shift]
+        np.add(position, shift, out=index)
+        hit = flat.take(index)
+        hit &= open_points
+        lookups += hit.size
         hits = int(np.count_nonzero(hit))
         if hits:
-            best[active[hit]] = length
-            miss = ~hit
-            active, position = active[miss], position[miss]
-            if active.size == 0:
+            np.putmask(active_best, hit, length)
+            open_points ^= hit
+            n_open -= hits
+            if n_open == 0:
                 break
+            if 2 * n_open < active.size:
+                done = ~open_points
+                best[active[done]] = active_best[done]
+                active, position = active[open_points], position[open_points]
+                active_best = active_best[open_points]
+                open_points = np.ones(n_open, dtype=np.bool_)
+                index = np.empty_like(position)
         recent += hits
         if step % _WINDOW_RUN == 0:
-            # Few hits left for the lookups of all the rest: the k-d tree is cheaper for them.
-            if recent * _TREE_QUERY_LOOKUPS < active.size * _WINDOW_RUN:
+            # The run cost more than tree queries of what it resolved: the tree takes the rest.
+            run_ns = _WINDOW_RUN * _WINDOW_STEP_NS + lookups * _WINDOW_LOOKUP_NS
+            if recent * _TREE_QUERY_NS < run_ns:
                 break
-            recent = 0
+            recent = lookups = 0
+    best[active] = active_best
     return best
 
 
-_TREE_COST_PER_QUERY = 4
-"""Cost of one k-d tree query (after the window) in voxels of scipy's transform (measured)."""
+_TREE_COST_PER_QUERY = 6
+"""Cost of one k-d tree query in corners of scipy's transform (measured, bench/panther.py)."""
 
 
 def _surfel_route(crop_corners: int, queries: int, targets: int) -> str:
-    """'transform' when scipy's transform of the crop costs less than the window and the tree.
+    """'transform', 'tree' or 'window' (the window, then the tree): the cheapest, as measured.
 
-    Measured on this project's bench (bench/panther.py): the transform costs about 60 ns per
-    corner; a tree about 75 ns per target point to build and, with the neighbour window
-    resolving about half of the queries, about 250 ns per query.
+    Measured on this project's bench (bench/panther.py, routes timed on tumours of 300 to
+    31 000 surfels): scipy's transform costs about 140 ns per corner of the crop; the k-d tree
+    about 100 ns per target point to build and 0.5 to 1 µs per query (up to 10 µs from deep
+    inside the other surface); the window, a fixed ~10 µs per offset tried plus a lookup per
+    open point, pays off from a few thousand queries, when it resolves most of them.
     """
     if crop_corners <= _TREE_COST_PER_QUERY * queries + targets:
         return "transform"
-    return "tree"
+    if queries * _TREE_QUERY_NS < _WINDOW_RUN * _WINDOW_STEP_NS:
+        return "tree"
+    return "window"
 
 
 @dataclass(frozen=True)
@@ -1035,7 +1086,7 @@ def surfel_scores_per_spacing(
     check_mask_pair(pred, truth)
     checked = [_check_spacing(spacing, pred.ndim) for spacing in spacings_mm]
     if box is None:
-        box = bounding_box(pred | truth, margin=0)
+        box = union_bounding_box(pred, truth, margin=0)
     # Every True voxel lies in the box: emptiness is read there, fullness needs the whole array.
     whole = box is not None and all(
         b.stop - b.start == n for b, n in zip(box, pred.shape, strict=True)

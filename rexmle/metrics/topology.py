@@ -23,6 +23,7 @@ __all__ = [
     "label_neighbors",
     "per_label_b0_error",
     "per_label_cldice",
+    "union_bounding_box",
 ]
 
 VALID_CONNECTIVITIES: dict[int, tuple[int, ...]] = {2: (4, 8), 3: (6, 18, 26)}
@@ -67,24 +68,49 @@ def bounding_box(mask: npt.NDArray[np.bool_], *, margin: int = 0) -> tuple[slice
         return () if bool(mask) else None
     if mask.size == 0:
         return None
-    # Two passes over the mask, both along contiguous memory (C order): the first axis from
-    # its rows, the other axes from the projection onto them. Reducing over a tuple of axes
-    # instead walks the array with strides and is an order of magnitude slower.
-    rows = np.asarray(mask).reshape(mask.shape[0], -1).any(axis=1)
-    projection = np.asarray(np.asarray(mask).any(axis=0))
-    box: list[slice] = []
-    for axis in range(mask.ndim):
-        if axis == 0:
-            present = np.flatnonzero(rows)
-        else:
-            others = tuple(a for a in range(projection.ndim) if a != axis - 1)
-            present = np.flatnonzero(projection.any(axis=others) if others else projection)
-        if present.size == 0:
-            return None
+    # One pass along contiguous memory (C order) finds the rows (first axis) that hold a True;
+    # the other axes come from the projection of those rows only. Reducing over a tuple of
+    # axes instead walks the array with strides and is an order of magnitude slower.
+    array = np.asarray(mask)
+    rows = np.flatnonzero(array.reshape(array.shape[0], -1).any(axis=1))
+    if rows.size == 0:
+        return None
+    first, last = int(rows[0]), int(rows[-1])
+    box = [slice(max(first - margin, 0), min(last + 1 + margin, array.shape[0]))]
+    projection = np.asarray(array[first : last + 1].any(axis=0))
+    for axis in range(1, array.ndim):
+        others = tuple(a for a in range(projection.ndim) if a != axis - 1)
+        present = np.flatnonzero(projection.any(axis=others) if others else projection)
         start = max(int(present[0]) - margin, 0)
-        stop = min(int(present[-1]) + 1 + margin, mask.shape[axis])
+        stop = min(int(present[-1]) + 1 + margin, array.shape[axis])
         box.append(slice(start, stop))
     return tuple(box)
+
+
+def union_bounding_box(
+    first: npt.NDArray[np.bool_], second: npt.NDArray[np.bool_], *, margin: int = 0
+) -> tuple[slice, ...] | None:
+    """`bounding_box(first | second, margin=margin)`, without building the union.
+
+    The box of a union is the hull of the two boxes; reading each mask once costs less than
+    writing their union (a whole-volume array) and reading it again.
+
+    Raises:
+        ValueError: the shapes differ.
+    """
+    if first.shape != second.shape:
+        msg = f"masks differ in shape: {first.shape} and {second.shape}"
+        raise ValueError(msg)
+    boxes = [b for b in (bounding_box(first), bounding_box(second)) if b is not None]
+    if not boxes:
+        return None
+    return tuple(
+        slice(
+            max(min(b[axis].start for b in boxes) - margin, 0),
+            min(max(b[axis].stop for b in boxes) + margin, first.shape[axis]),
+        )
+        for axis in range(first.ndim)
+    )
 
 
 def connected_components(

@@ -23,8 +23,9 @@ folder swapped for a link, a device or a fifo) is refused, never read through. A
 hash is not the planned one (the folder changed after the run was planned) fails the run. The
 sandboxes show the snapshot read-only at :data:`~rexmle.runner.sandbox.AGENT_DIR_INSIDE`
 (``/agent``: bwrap, docker, apptainer); the local sandbox has no mount namespace and gives the
-snapshot's own path. ``$AGENT_DIR`` names it either way. The snapshot is removed when the run
-ends.
+snapshot's own path, and refuses such an agent when the harness is root (its agent would be
+root too: :meth:`~rexmle.runner.sandbox.Sandbox.agent_code_problem`). ``$AGENT_DIR`` names it
+either way. The snapshot is removed when the run ends.
 """
 
 from __future__ import annotations
@@ -318,7 +319,8 @@ def pin_agent_code(spec: AgentSpec) -> AgentSpec:
 
 def snapshot_note(snapshot: Path, expected_sha256: str) -> str | None:
     """A warning for run.json when the agent changed its snapshot (possible only where the
-    sandbox cannot mount it read-only: the local sandbox as root), else None.
+    sandbox cannot mount it read-only: the local sandbox, whose agent owns the copy's files and
+    may make them writable again), else None.
     """
     try:
         found = tree_sha256(snapshot)

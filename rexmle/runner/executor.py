@@ -373,7 +373,8 @@ def _agent_code(job: RunJob, options: RunOptions, env: dict[str, str]) -> Path |
 
     Raises:
         AgentCodeChanged: the folder's content is not the planned one.
-        AgentDirError: the folder cannot be shipped any more.
+        AgentDirError: the folder cannot be shipped any more, or the sandbox cannot hold it
+            read-only here.
     """
     env.pop(AGENT_DIR_VARIABLE, None)
     spec = job.config.agent
@@ -382,6 +383,9 @@ def _agent_code(job: RunJob, options: RunOptions, env: dict[str, str]) -> Path |
     if spec.dir_sha256 is None:
         msg = f"agent {spec.id!r} has a code folder but no content hash (plan it with make_job)"
         raise AgentDirError(msg)
+    problem = options.sandbox.agent_code_problem()
+    if problem is not None:
+        raise AgentDirError(problem)
     snapshot = take_snapshot(
         Path(spec.dir), job.folder / SNAPSHOT_DIR, expected_sha256=spec.dir_sha256
     )
@@ -667,8 +671,13 @@ def _failure_note(record: RunRecord, folder: Path) -> str:
 
 
 def remove_leftovers(console: Console) -> None:
-    """Remove what killed harnesses left behind (socket folders, run cgroups), saying so."""
-    for stale in [*remove_stale_socket_dirs(), *remove_stale_cgroups()]:
+    """Remove what killed harnesses left behind (socket folders, run cgroups, the sandbox's
+    copies of the environment), saying so.
+    """
+    from rexmle.runner.sandbox.neutral_env import remove_stale_env_copies
+
+    leftovers = [*remove_stale_socket_dirs(), *remove_stale_cgroups(), *remove_stale_env_copies()]
+    for stale in leftovers:
         console.print(f"removed the leftover {stale} of a killed run", highlight=False)
 
 

@@ -4,7 +4,8 @@ Each run's validation socket folder (``$TMPDIR/rexmle-v-*``) holds ``.owner``, l
 ``flock`` by the process using it for as long as it does. :func:`remove_stale_socket_dirs`
 removes the ones whose lock nobody holds (their owner died), never one still in use. The same
 claim (:class:`ClaimedDir`, :func:`remove_stale_dirs`) records each run's cgroups
-(``$TMPDIR/rexmle-cg-*``, :mod:`rexmle.runner.sandbox.cgroups`).
+(``$TMPDIR/rexmle-cg-*``, :mod:`rexmle.runner.sandbox.cgroups`) and the bwrap sandbox's copies
+of the environment (``$TMPDIR/rexmle-env-*``, :mod:`rexmle.runner.sandbox.neutral_env`).
 """
 
 from __future__ import annotations

@@ -3,8 +3,12 @@ saying what to fix.
 
 - every agent is known (a close name is suggested) and every task is registered;
 - an agent's own code folder (``--agent-dir``, ``dir:``) can be shipped
-  (:mod:`rexmle.runner.agent_code`), holds neither the runs dir nor the data dir, and the
-  command does not name its host path;
+  (:mod:`rexmle.runner.agent_code`), holds neither the runs dir nor the data dir, the command
+  does not name its host path, and the local executor's sandbox can hold its copy read-only
+  (not the local sandbox under a root harness);
+- the local executor's GPU ids (``--gpus``, ``executor.gpus``) are GPUs of this machine
+  (:mod:`rexmle.runner.gpus`); the Slurm executor takes none (it gives each run
+  ``gpus_per_run`` GPUs);
 - every model an LLM agent would call is in the LLM config (the configured ones are listed);
 - no run folder holds a run of another config, unless ``--force-config`` replaces it: the
   message says what differs (the agent's code, its command, ...).
@@ -85,7 +89,11 @@ def check_study(chosen: Experiment, settings: RunSettings, source: StudySource) 
                 msg = f"{where}{sep}{error}"
                 raise SpecError(msg) from error
             _refuse_host_path(entry.command or spec.command, code_dir, source, index)
+            _refuse_writable_copy(
+                chosen, settings, source.where(("agents", index, "dir"), "--agent-dir")
+            )
     _check_tasks(chosen, source)
+    _check_gpus(chosen, source)
     _check_models(chosen, settings, source)
 
 
@@ -105,6 +113,22 @@ def _refuse_harness_folders(code_dir: Path, settings: RunSettings) -> None:
                 "holds only the agent's code"
             )
             raise SpecError(msg)
+
+
+def _refuse_writable_copy(chosen: Experiment, settings: RunSettings, where: str) -> None:
+    """Refuse an agent folder whose copy the local executor's sandbox would leave writable."""
+    from rexmle.runner.sandbox.bwrap import bwrap_problem
+    from rexmle.runner.sandbox.local import LocalSandbox
+
+    if chosen.executor.kind != "local":
+        return  # the node's sandbox refuses it there (the run ends infra_error)
+    local = settings.sandbox == "local" or (
+        settings.sandbox == "auto" and bwrap_problem() is not None
+    )
+    problem = LocalSandbox().agent_code_problem() if local else None
+    if problem is not None:
+        msg = f"{where}: {problem}"
+        raise SpecError(msg)
 
 
 def _close_agent(name: str) -> str:
@@ -140,6 +164,23 @@ def _check_tasks(chosen: Experiment, source: StudySource) -> None:
             where = source.where(("tasks", index), "--task")
             msg = f"{where}: unknown task {task!r}{hint}; tasks: {', '.join(known)}"
             raise SpecError(msg)
+
+
+def _check_gpus(chosen: Experiment, source: StudySource) -> None:
+    """Refuse GPU ids this machine lacks (local executor), or any (Slurm gives the GPUs)."""
+    from rexmle.runner.gpus import check_gpu_ids, local_gpus
+
+    requested = chosen.executor.gpus
+    if not requested:
+        return
+    where = source.where(("executor", "gpus"), "--gpus")
+    if chosen.executor.kind == "slurm":
+        msg = (
+            f"{where}: GPU ids are for the local executor; Slurm gives each run its GPUs: "
+            "drop the ids and set gpus_per_run (GPUs per run, 0 for none)"
+        )
+        raise SpecError(msg)
+    check_gpu_ids(requested, local_gpus(), where=where)
 
 
 def _check_models(chosen: Experiment, settings: RunSettings, source: StudySource) -> None:

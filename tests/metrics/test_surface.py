@@ -317,20 +317,22 @@ def test_surfel_distances_equal_deepmind_on_blobs(seed):
 
 
 def _compare_routes(pred, truth, spacing):
-    """The window / k-d tree route against DeepMind: equal to a relative 1e-12 (exact ties
-    between two nearest surfels may differ in the last bit), scores likewise.
+    """The k-d tree route and the window-then-tree route against DeepMind: equal to a
+    relative 1e-12 (exact ties between two nearest surfels may differ in the last bit), scores
+    likewise.
     """
     reference, scores = _deepmind(truth, pred, spacing)
-    with mock.patch.object(surface, "_surfel_route", return_value="tree"):
-        got = surfel_distances(pred, truth, spacing_mm=spacing)
-    for ours, theirs in (
-        (got.truth_to_pred_mm, reference["distances_gt_to_pred"]),
-        (got.pred_to_truth_mm, reference["distances_pred_to_gt"]),
-    ):
-        np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=0)
-    assert got.robust_hausdorff_mm(95) == pytest.approx(scores["hd95"], rel=1e-12)
-    assert got.mean_average_surface_distance_mm() == pytest.approx(scores["masd"], rel=1e-12)
-    assert got.surface_dice(5.0) == pytest.approx(scores["surface_dice"], rel=1e-12)
+    for route in ("tree", "window"):
+        with mock.patch.object(surface, "_surfel_route", return_value=route):
+            got = surfel_distances(pred, truth, spacing_mm=spacing)
+        for ours, theirs in (
+            (got.truth_to_pred_mm, reference["distances_gt_to_pred"]),
+            (got.pred_to_truth_mm, reference["distances_pred_to_gt"]),
+        ):
+            np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=0)
+        assert got.robust_hausdorff_mm(95) == pytest.approx(scores["hd95"], rel=1e-12)
+        assert got.mean_average_surface_distance_mm() == pytest.approx(scores["masd"], rel=1e-12)
+        assert got.surface_dice(5.0) == pytest.approx(scores["surface_dice"], rel=1e-12)
 
 
 @settings(max_examples=60, deadline=None)
@@ -380,8 +382,9 @@ def test_window_offsets_hold_every_offset_nearer_than_the_window_reach(spacing):
 
 @pytest.mark.parametrize("half", [False, True])
 def test_surfel_scores_per_spacing_on_a_tumour_in_a_large_volume_equal_deepmind(half):
-    # PANTHER-like: a tumour in a much larger volume, so the rule picks the tree route; both
-    # spacing pairings scored from one grid, each equal to DeepMind on the whole arrays.
+    # PANTHER-like: a tumour in a much larger volume, so the rule picks the window and the
+    # tree, not the transform; both spacing pairings scored from one grid, each equal to
+    # DeepMind on the whole arrays.
     shape = (60, 64, 24)
     grid = np.ogrid[: shape[0], : shape[1], : shape[2]]
     truth = ((grid[0] - 30) / 14) ** 2 + ((grid[1] - 32) / 11) ** 2 + ((grid[2] - 12) / 5) ** 2 <= 1
@@ -399,7 +402,7 @@ def test_surfel_scores_per_spacing_on_a_tumour_in_a_large_volume_equal_deepmind(
 
     with mock.patch.object(surface, "_surfel_route", side_effect=spy):
         got = surface.surfel_scores_per_spacing(pred, truth, spacings_mm=spacings)
-    assert set(routes) == {"tree"}
+    assert set(routes) == {"window"}
     for scores, spacing in zip(got, spacings, strict=True):
         _, reference = _deepmind(truth, pred, spacing)
         assert scores.hd95_mm == pytest.approx(reference["hd95"], rel=1e-12)
@@ -408,8 +411,11 @@ def test_surfel_scores_per_spacing_on_a_tumour_in_a_large_volume_equal_deepmind(
 
 
 def test_surfel_route_rule():
+    # the transform when the crop is small against the queries and targets; the tree alone
+    # when there are too few queries to pay for a run of the window; else the window first
     assert surface._surfel_route(100, 50, 10) == "transform"
-    assert surface._surfel_route(500_000, 21_000, 31_000) == "tree"
+    assert surface._surfel_route(500_000, 21_000, 31_000) == "window"
+    assert surface._surfel_route(500_000, 3, 31_000) == "tree"
 
 
 def test_surfel_scores_uniform_prediction_gets_the_diagonal():

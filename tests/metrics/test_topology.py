@@ -20,6 +20,7 @@ from rexmle.metrics.topology import (
     label_neighbors,
     per_label_b0_error,
     per_label_cldice,
+    union_bounding_box,
 )
 
 masks3 = arrays(np.bool_, (6, 5, 4))
@@ -294,6 +295,23 @@ def _box_from_points(mask: np.ndarray, margin: int) -> tuple[slice, ...] | None:
 def test_bounding_box_is_the_extent_of_the_true_voxels(mask, margin, fortran) -> None:
     mask = np.asfortranarray(mask) if fortran else mask
     assert bounding_box(mask, margin=margin) == _box_from_points(mask, margin)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    arrays(np.bool_, (4, 5, 6), elements=st.booleans()),
+    arrays(np.bool_, (4, 5, 6), elements=st.booleans()),
+    st.integers(0, 3),
+)
+def test_union_bounding_box_is_the_box_of_the_union(first, second, margin) -> None:
+    assert union_bounding_box(first, second, margin=margin) == _box_from_points(
+        first | second, margin
+    )
+
+
+def test_union_bounding_box_refuses_masks_of_different_shapes() -> None:
+    with pytest.raises(ValueError, match="differ in shape"):
+        union_bounding_box(np.zeros((3, 4), bool), np.zeros((4, 3), bool))
 
 
 @pytest.mark.parametrize("shape", [(7,), (5, 4), (3, 4, 5, 2)])

@@ -67,6 +67,8 @@ def test_a_command_agent_runs_its_own_code_from_agent_dir(
 
         if bwrap_problem() is not None:
             pytest.skip(f"bwrap cannot run here: {bwrap_problem()}")
+    if sandbox == "local" and os.geteuid() == 0:
+        pytest.skip("refused for a root harness (the next test)")
     agent = make_agent(tmp_path / "my-agent")
     runs = tmp_path / "runs"
     result = rexmle(*run_args(agent, isles22_dirs.root.parent, runs, sandbox))
@@ -91,8 +93,84 @@ def test_a_command_agent_runs_its_own_code_from_agent_dir(
         assert changed == []
     else:
         assert seen["AGENT_DIR"] == str(folder / agent_code.SNAPSHOT_DIR)
-        # the local sandbox holds nothing read-only for a root harness: run.json says so
-        assert (seen["WRITE"] == "ok") == (os.geteuid() == 0) == bool(changed)
+        assert seen["WRITE"] == "refused errno 13"  # EACCES: the copy's files are read-only
+        assert changed == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the refusal is for a root harness")
+def test_the_local_sandbox_refuses_agent_code_under_a_root_harness(
+    isles22_dirs, tmp_path: Path
+) -> None:
+    # its agent would run as root, which writes any copy, its own or another run's
+    agent = make_agent(tmp_path / "my-agent")
+    runs = tmp_path / "runs"
+    refused = rexmle(*run_args(agent, isles22_dirs.root.parent, runs, "local"))
+    assert refused.exit_code == 2, refused.output
+    message = " ".join(refused.output.split())
+    assert "--agent-dir: the local sandbox cannot keep an agent's code read-only when rexmle " in (
+        message
+    )
+    assert "use the bwrap sandbox (apt-get install bubblewrap; --sandbox bwrap)" in message
+    assert not runs.exists()  # refused before anything ran
+    # where no preflight ran (a Slurm node), the run itself ends infra_error, having run nothing
+    from rexmle.agents.registry import load_agent
+    from rexmle.runner.batch import make_job
+    from rexmle.runner.executor import RunOptions, execute_run
+    from rexmle.runner.sandbox.local import LocalSandbox
+    from rexmle.runner.settings import RunSettings
+
+    spec = load_agent("command").with_overrides(command=f"touch ran; {COPY_SAMPLE}")
+    spec = spec.model_copy(update={"dir": str(agent)})
+    job = make_job(spec, "isles22", 0, time_limit_s=60, mini=True, runs_dir=runs, group="g")
+    settings = RunSettings(runs_dir=runs, data_dir=isles22_dirs.root.parent, grade_workers=1)
+    record = execute_run(job, RunOptions(settings=settings, sandbox=LocalSandbox()))
+    assert record.status == "infra_error"
+    assert "cannot keep an agent's code read-only when rexmle runs as root" in str(record.error)
+    assert not (job.folder / "workspace" / "ran").exists()
+    assert not (job.folder / agent_code.SNAPSHOT_DIR).exists()
+
+
+ATTACK = """\
+import os, pathlib, subprocess
+code = pathlib.Path(os.environ["AGENT_DIR"])
+def attempt(name, act):
+    try:
+        act()
+        print(name + "=ok")
+    except OSError as error:
+        print(name + "=refused errno " + str(error.errno))
+attempt("WRITE", lambda: (code / "run.py").write_text("changed by the agent"))
+attempt("CHMOD", lambda: os.chmod(code / "run.py", 0o777))
+attempt("CREATE", lambda: (code / "planted.py").write_text("x"))
+attempt("UNLINK", lambda: (code / "lib" / "helper.txt").unlink())
+attempt("RENAME", lambda: os.rename(code / "lib", code / "lib2"))
+attempt("UTIME", lambda: os.utime(code / "run.py", (0, 0)))
+remount = subprocess.run(
+    ["unshare", "-Urm", "sh", "-c", f"mount -o remount,bind,rw {code} && echo x > {code}/run.py"],
+    capture_output=True,
+)
+print("REMOUNT=" + ("ok" if remount.returncode == 0 else "refused"))
+print("WHY=" + remount.stderr.decode().strip().replace("\\n", " "))
+"""
+
+
+@needs_bwrap()
+def test_a_bwrap_agent_cannot_change_its_code_by_any_means(isles22_dirs, tmp_path: Path) -> None:
+    agent = make_agent(tmp_path / "my-agent")
+    (agent / "run.py").write_text(ATTACK)
+    runs = tmp_path / "runs"
+    result = rexmle(*run_args(agent, isles22_dirs.root.parent, runs, "bwrap"))
+    assert result.exit_code == 0, result.output
+    folder = runs / "default" / "isles22" / "own" / "seed-0"
+    seen = probe_output(folder)
+    for attack in ("WRITE", "CHMOD", "CREATE", "UNLINK", "RENAME", "UTIME"):
+        assert seen[attack] == "refused errno 30", (attack, seen)  # EROFS: a read-only mount
+    assert seen["REMOUNT"] == "refused"  # not even from a user namespace of its own
+    record = read_record(folder)
+    assert record is not None
+    assert record.status == "completed"
+    assert record.sandbox is not None
+    assert not [w for w in record.sandbox.warnings if "changed the copy of its code" in w]
 
 
 @needs_bwrap()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import itertools
+import os
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -254,3 +255,8 @@ def test_the_agent_code_snapshot_is_bound_read_only_at_agent_and_nothing_else_mo
     assert apptainer.pop(AGENT_DIR_INSIDE) == (str(snapshot.resolve()), True)
     assert apptainer == apptainer_binds(apptainer_argv(plain, image="/i.sif"))
     assert ApptainerSandbox().agent_dir_path(snapshot) == AGENT_DIR_INSIDE == "/agent"
+    # root inside keeps no capability, so no read-only bind can be remounted writable
+    assert ("--no-privs" in apptainer_argv(request, image="/i.sif")) == (os.geteuid() == 0)
+    argv = docker_argv(request, image="rexmle-dummy:0.1.0", name="rexmle-x")
+    assert option_values(argv, "--cap-drop") == ["ALL"]
+    assert option_values(argv, "--security-opt") == ["no-new-privileges"]

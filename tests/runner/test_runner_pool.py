@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from rich.console import Console
@@ -57,9 +58,12 @@ def test_each_run_holds_one_gpu_slot(isles22_dirs, tmp_path: Path):
 
 
 def test_cli_gpus_gives_one_run_per_gpu_at_a_time(isles22_dirs, tmp_path: Path):
+    from test_gpus import fake_nvidia_smi
     from typer.testing import CliRunner
 
     from rexmle.cli import app
+
+    bin_dir = fake_nvidia_smi(tmp_path / "bin", gpus=8)  # the GPUs --gpus may name
 
     started = tmp_path / "started"
     started.mkdir()
@@ -75,7 +79,8 @@ def test_cli_gpus_gives_one_run_per_gpu_at_a_time(isles22_dirs, tmp_path: Path):
         "--data-dir", str(isles22_dirs.root.parent), "--runs-dir", str(tmp_path / "runs"),
         "--sandbox", "local",
     ]  # fmt: skip
-    result = CliRunner().invoke(app, args)
+    env = {"PATH": f"{bin_dir}:{os.environ['PATH']}", "CUDA_VISIBLE_DEVICES": None}
+    result = CliRunner().invoke(app, args, env=env)  # type: ignore[arg-type]
     assert result.exit_code == 0, result.stderr
     logs = sorted((tmp_path / "runs").rglob("agent.stdout.log"))
     seen = sorted(log.read_text().split("gpu=")[1].split()[0] for log in logs)

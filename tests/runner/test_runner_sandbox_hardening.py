@@ -289,6 +289,73 @@ def test_no_host_path_of_data_runs_or_checkout_in_argv_or_environment(run_agent,
     assert record.status == "completed"
 
 
+SCAN = r"""
+import os, sys
+needles = [bytes.fromhex(h) for h in sys.argv[1:]]
+SKIPPED = {"/proc", "/sys", "/dev", "/usr", "/opt", "/bin", "/sbin", "/lib", "/lib32", "/lib64"}
+longest = max(len(n) for n in needles)
+counts = {"files": 0, "venv": 0, "package": 0, "unreadable": 0}
+def check(where, data):
+    for needle in needles:
+        if needle in data:
+            print("FOUND", where, needle.hex(), flush=True)
+def scan_file(path):
+    try:
+        with open(path, "rb") as stream:
+            tail = b""
+            while chunk := stream.read(1 << 24):
+                check(path, tail + chunk)
+                tail = chunk[-longest:]
+    except OSError:
+        counts["unreadable"] += 1
+        return
+    counts["files"] += 1
+    counts["venv"] += path.startswith("/sandbox/venv/")
+    counts["package"] += path.startswith("/sandbox/lib/rexmle/")
+for top in sorted(os.listdir("/")):
+    top = "/" + top
+    if top in SKIPPED:
+        continue
+    for folder, folders, files in os.walk(top):
+        for name in folders + files:
+            path = os.path.join(folder, name)
+            check(path, os.fsencode(path))
+            if os.path.islink(path):
+                check(path, os.fsencode(os.readlink(path)))
+            elif name in files and os.path.isfile(path):
+                scan_file(path)
+for pid in [p for p in os.listdir("/proc") if p.isdigit()] + ["self"]:
+    for name in ("cmdline", "environ", "mountinfo", "mounts", "maps", "status"):
+        scan_file(f"/proc/{pid}/{name}")
+    for name in ("cwd", "exe", "root"):
+        try:
+            check(f"/proc/{pid}/{name}", os.fsencode(os.readlink(f"/proc/{pid}/{name}")))
+        except OSError:
+            pass
+check("environment", b"\0".join(k + b"=" + v for k, v in os.environb.items()))
+print("COUNTS", " ".join(f"{k}={v}" for k, v in counts.items()))
+"""
+
+
+def test_nothing_the_agent_can_read_names_the_checkout_or_the_private_data(run_agent, own_isles22):
+    checkout = Path(rexmle.__file__).resolve().parent.parent
+    private = own_isles22.private
+    needles = {str(checkout), str(private), str(private.resolve())}
+    hexed = " ".join(sorted(n.encode().hex() for n in needles))
+    command = f"python3 -c {shlex.quote(SCAN)} {hexed} && {COPY_SAMPLE}"
+    record, folder = run_agent(
+        command, dirs=own_isles22, sandbox=BwrapSandbox(), agent="command", time_limit_s=600
+    )
+    out = (folder / "agent.stdout.log").read_text()
+    found = [line for line in out.splitlines() if line.startswith("FOUND")]
+    assert found == [], "\n".join(found[:20])
+    counts = dict(item.split("=") for item in out.split("COUNTS", 1)[1].split())
+    assert int(counts["venv"]) > 100  # the venv's copy was read, file by file
+    assert int(counts["package"]) > 100  # and the package's (command agents: for score.py)
+    assert "/proc/self/mountinfo" not in (folder / "agent.stderr.log").read_text()
+    assert record.status == "completed", (folder / "agent.stderr.log").read_text()[-2000:]
+
+
 def test_command_agents_see_the_harness_read_only(run_agent, isles22_dirs):
     # data/score.py runs the grader's metric code from the package: it is shown, never writable
     probe = (

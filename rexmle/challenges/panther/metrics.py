@@ -35,7 +35,7 @@ import numpy as np
 from rexmle.io import read_image
 from rexmle.metrics.overlap import dice, volume_mm3, volume_rmse
 from rexmle.metrics.surface import surfel_scores_per_spacing
-from rexmle.metrics.topology import bounding_box
+from rexmle.metrics.topology import union_bounding_box
 from rexmle.tasks.jobs import ScoreCase
 from rexmle.tasks.rows import CaseRow, CaseValue, column
 from rexmle.tasks.spec import TaskSpec
@@ -67,7 +67,7 @@ def score_arrays(
     keys (the published study's pairing, ``study.py``).
     """
     # Every foreground voxel lies in the union's bounding box: counts there are the counts.
-    box = bounding_box(pred | truth)
+    box = union_bounding_box(pred, truth)
     whole = box is not None and all(
         b.stop - b.start == n for b, n in zip(box, pred.shape, strict=True)
     )

@@ -142,6 +142,12 @@ class Sandbox(ABC):
         del snapshot  # mounted at the fixed path
         return AGENT_DIR_INSIDE
 
+    def agent_code_problem(self) -> str | None:
+        """Why this sandbox cannot keep an agent from writing the snapshot of its own code (or
+        another run's) here, or None: the sandboxes with a mount namespace bind it read-only.
+        """
+        return None
+
     @abstractmethod
     def run(self, request: SandboxRequest) -> SandboxResult:
         """Run the request's command under its limits.

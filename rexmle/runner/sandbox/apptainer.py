@@ -4,6 +4,9 @@ The HPC form (``apptainer exec --nv --contain``), with:
 
 - ``--contain --containall --cleanenv --no-home --writable-tmpfs``: no host folder but the
   binds below, no host environment, a private ``/tmp`` and ``/dev``;
+- ``--no-privs`` when the harness runs as root: root inside keeps no capability, so it can
+  neither remount a read-only bind (the snapshot of the agent's code, ``data/``) writable nor
+  mount anything else;
 - exactly these binds, each at its host path: the workspace read-write, its ``data/``
   read-only, the relays' socket folders and ``shared_writable`` read-write, ``readonly``
   read-only, the shim read-only at ``/opt/rexmle/shim.py`` and the folder of the harness's
@@ -100,6 +103,8 @@ def apptainer_argv(
         "--pids-limit",
         str(request.limits.max_processes),
     ]
+    if os.geteuid() == 0:  # root keeps its capabilities in the container unless told not to
+        argv.append("--no-privs")
     if not request.network:
         argv += ["--net", "--network", "none"]
     if request.memory_limit_mb is not None:

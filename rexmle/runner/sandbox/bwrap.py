@@ -8,9 +8,10 @@ Mounts, in this order (later mounts cover earlier ones), at neutral paths:
    run's own GPU device nodes (see :func:`gpu_devices`), ``/proc``, and size-capped private
    tmpfs on ``/tmp``, ``/var/tmp`` and ``/dev/shm``;
 2. small tmpfs over the home folders (``$HOME``, ``/root``, ``/home``);
-3. the Python installation read-only at its own path; the virtual environment at
-   ``/sandbox/venv``; the ``rexmle`` package at ``/sandbox/lib/rexmle`` only for the agents that
-   import it (``baseline``, ``dummy``, the llm adapters); for every other agent it is not there
+3. the Python installation read-only at its own path; the neutral copy of the virtual
+   environment at ``/sandbox/venv``; the neutral copy of the ``rexmle`` package at
+   ``/sandbox/lib/rexmle`` only for the agents that import it (``baseline``, ``dummy``, the llm
+   adapters, and command agents for ``data/score.py``); for every other agent it is not there
    at all; then the request's read-only folders (an llm agent's environment) at their paths,
    and the snapshot of the agent's own code read-only at ``/agent`` (``$AGENT_DIR``);
 4. the workspace read-write at ``/workspace`` with ``data/`` re-bound read-only, the shim at
@@ -19,7 +20,11 @@ Mounts, in this order (later mounts cover earlier ones), at neutral paths:
 Command line and environment are rewritten to those paths, so no host path of the data root,
 the runs root or the checkout appears in the agent's argv or environment; the data root and
 the runs root are not mounted at all (a tmpfs hides one only where it lies under a mounted
-folder).
+folder). The venv, the package and the shim are bound from neutral copies
+(:mod:`rexmle.runner.sandbox.neutral_env`), never from the checkout: no file the agent can read
+(editable finders, ``direct_url.json``, scripts, bytecode) and no source folder in
+``/proc/self/mountinfo`` names the checkout or the venv. The workspace's source folder does show
+there: a runs root inside the checkout shows the checkout's path.
 
 Every capability is dropped (``--cap-drop ALL``); PID, IPC, UTS and network namespaces are private.
 The shim runs as PID 1 (``--as-pid-1``), not dumpable, so the agent can neither ptrace nor signal
@@ -48,7 +53,6 @@ import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-import rexmle
 from rexmle.runner.sandbox import (
     AGENT_DIR_INSIDE,
     Sandbox,
@@ -59,6 +63,12 @@ from rexmle.runner.sandbox import (
 from rexmle.runner.sandbox.cgroups import HeldLimits, hold_limits
 from rexmle.runner.sandbox.lifeline import PipeLifeline
 from rexmle.runner.sandbox.local import run_process_group, shim_argv
+from rexmle.runner.sandbox.neutral_env import (
+    PYCACHE_INSIDE,
+    neutral_env,
+    package_root,
+    virtual_env,
+)
 from rexmle.runner.trees import walk_tree
 
 PROBE_TIMEOUT_S = 20.0
@@ -120,21 +130,9 @@ def system_mounts() -> list[str]:
     return argv
 
 
-def package_root() -> Path:
-    """The ``rexmle`` package folder (never its parent: in an editable install, the checkout)."""
-    return Path(rexmle.__file__).resolve().parent
-
-
 def python_install() -> Path:
     """The interpreter's installation (``sys.base_prefix``), mounted at its own path."""
     return Path(sys.base_prefix).resolve()
-
-
-def virtual_env() -> Path | None:
-    """The virtual environment the harness runs in, or None."""
-    if Path(sys.prefix).resolve() == python_install():
-        return None
-    return Path(sys.prefix)
 
 
 def home_folders() -> list[Path]:
@@ -234,8 +232,9 @@ def bwrap_argv(request: SandboxRequest, layout: SandboxLayout | None = None) -> 
     mounted.append(install)
     venv = virtual_env()
     package = package_root()
-    if venv is not None:
-        argv += _bind("--ro-bind", venv.resolve(), VENV_INSIDE)
+    copies = neutral_env()
+    if venv is not None and copies.venv is not None:
+        argv += _bind("--ro-bind", copies.venv, VENV_INSIDE)
         layout.add(venv, VENV_INSIDE)
         if venv.resolve() != venv:
             layout.add(venv.resolve(), VENV_INSIDE)
@@ -248,7 +247,7 @@ def bwrap_argv(request: SandboxRequest, layout: SandboxLayout | None = None) -> 
         if not request.harness_package:
             argv += ["--size", str(HIDING_TMPFS_BYTES), "--tmpfs", str(package)]
     elif request.harness_package:
-        argv += _bind("--ro-bind", package, f"{LIB_INSIDE}/rexmle")
+        argv += _bind("--ro-bind", copies.package, f"{LIB_INSIDE}/rexmle")
         layout.add(package, f"{LIB_INSIDE}/rexmle")
     for readonly in request.readonly:
         resolved = Path(readonly).resolve()
@@ -273,8 +272,7 @@ def bwrap_argv(request: SandboxRequest, layout: SandboxLayout | None = None) -> 
         argv += _bind("--bind", Path(writable).resolve(), inside)
         layout.add(writable, inside)
         layout.add(Path(writable).resolve(), inside)
-    shim = Path(__file__).with_name("shim.py")
-    argv += _bind("--ro-bind", shim, SHIM_INSIDE)
+    argv += _bind("--ro-bind", copies.shim, SHIM_INSIDE)
     # the sandbox's own root (where bwrap created the mount points) becomes read-only too
     argv += ["--remount-ro", "/", "--chdir", WORKSPACE_INSIDE]
     return argv
@@ -433,6 +431,7 @@ class BwrapSandbox(Sandbox):
         env = {key: layout.inside(value) for key, value in {**request.env, **gpu_env}.items()}
         if request.harness_package:
             env["PYTHONPATH"] = LIB_INSIDE
+        env.setdefault("PYTHONPYCACHEPREFIX", PYCACHE_INSIDE)  # the copies hold no bytecode
         env.setdefault("USER", "agent")
         env.setdefault("LOGNAME", "agent")
         launcher = [layout.inside(sys.executable), "-I", SHIM_INSIDE]

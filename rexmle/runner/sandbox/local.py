@@ -12,6 +12,8 @@ be made (:mod:`rexmle.runner.sandbox.cgroups`: the memory limit and a process ca
 process); elsewhere an optional memory limit is RLIMIT_AS.
 This sandbox does NOT isolate the filesystem, the network, or the harness from the agent (same
 uid: the agent may kill the shim and then outlive the run); every run records that warning.
+Under a root harness it refuses an agent with a code folder (:data:`LOCAL_ROOT_AGENT_CODE`): a
+root agent could rewrite its own copy or another run's.
 """
 
 from __future__ import annotations
@@ -299,6 +301,12 @@ class LocalSandbox(Sandbox):
         """The snapshot's own path: without a mount namespace there is no fixed one."""
         return str(snapshot)
 
+    def agent_code_problem(self) -> str | None:
+        """For a root harness: its agent runs as root, which writes any snapshot, read-only
+        modes or not (a harness of another uid leaves the files read-only for the agent).
+        """
+        return LOCAL_ROOT_AGENT_CODE if os.geteuid() == 0 else None
+
     def run(self, request: SandboxRequest) -> SandboxResult:
         """Run the command as a plain subprocess (the relay is not needed: same network)."""
         program = request.argv[0] if request.argv else ""
@@ -326,3 +334,10 @@ LOCAL_WARNING = (
     "data root (private/ answers included), other runs and the host's network and services; "
     "only the time limit, the memory limit and the kill of its processes hold"
 )
+LOCAL_ROOT_AGENT_CODE = (
+    "the local sandbox cannot keep an agent's code read-only when rexmle runs as root (the "
+    "agent runs as root too, and could rewrite its own copy or another run's): use the bwrap "
+    "sandbox (apt-get install bubblewrap; --sandbox bwrap), docker or apptainer, or run rexmle "
+    "as a user other than root"
+)
+"""Why the local sandbox refuses an agent with a code folder under a root harness."""
