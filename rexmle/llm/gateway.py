@@ -58,6 +58,7 @@ from rexmle.llm.proxy_config import (
     METERING_MODULE,
     NATIVE_FAST_MODULE,
     NATIVE_MODULE,
+    RELAY_MODULE,
     hook_settings,
     litellm_config,
     usable_models,
@@ -81,6 +82,7 @@ STATE_MODULES = (
     ("native_routes.py", NATIVE_MODULE),
     ("fast_path.py", FAST_MODULE),
     ("native_fast.py", NATIVE_FAST_MODULE),
+    ("relay_watch.py", RELAY_MODULE),
 )
 """Our modules the proxy loads: (file in this package, module name in the state folder)."""
 TOKEN_PREFIX = "rxg-"

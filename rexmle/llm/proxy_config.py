@@ -23,6 +23,7 @@ LAUNCH_MODULE = "gateway_launch"
 NATIVE_MODULE = "gateway_native"
 FAST_MODULE = "gateway_fast"
 NATIVE_FAST_MODULE = "gateway_native_fast"
+RELAY_MODULE = "gateway_relay"
 MASTER_KEY_ENV = "LITELLM_MASTER_KEY"
 DEPLOYMENT_PREFIX = "rexmle:"
 

@@ -27,6 +27,10 @@ uvicorn asks for it, so that the harness can import this module without LiteLLM)
   Messages and Gemini generateContent, :mod:`rexmle.llm.native_fast`) is served there, never
   reaching LiteLLM (the request rewritten from Gemini's OpenAI-compatible route never takes it);
   every other call reaches LiteLLM with its body as it came.
+- Every request LiteLLM serves gets a call id of the guard's (``x-litellm-call-id``, the
+  agent's own value replaced, so no two calls share one), under which the status and the bytes
+  relayed are kept (:mod:`rexmle.llm.relay_watch`): the hook charges a stream broken off after
+  its answer began from them.
 """
 
 from __future__ import annotations
@@ -34,14 +38,17 @@ from __future__ import annotations
 import gc
 import json
 import os
+import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, Protocol
 
 if __package__:
     from rexmle.llm import native_routes as native
+    from rexmle.llm import relay_watch as relay
 else:  # loaded from the gateway's state folder
     import gateway_native as native  # type: ignore[no-redef]
+    import gateway_relay as relay  # type: ignore[no-redef]
 
 Message = dict[str, Any]
 Receive = Callable[[], Awaitable[Message]]
@@ -211,15 +218,36 @@ def _replay(raw: bytes, receive: Receive) -> Receive:
     return replay
 
 
+def _watched(
+    scope: dict[str, Any], send: Send, watch: relay.Watch
+) -> tuple[str, dict[str, Any], Send]:
+    """(the guard's call id, ``scope`` carrying it, ``send`` that keeps what it relays)."""
+    call_id = "rexmle-" + uuid.uuid4().hex
+    headers = [(k, v) for k, v in scope.get("headers", ()) if k.lower() != relay.CALL_ID_HEADER]
+    headers.append((relay.CALL_ID_HEADER, call_id.encode("ascii")))
+    relayed = watch.open(call_id)
+
+    async def send_kept(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            relayed.status = int(message["status"])
+        elif message["type"] == "http.response.body":
+            relayed.add(bytes(message.get("body", b"")))
+        await send(message)
+
+    return call_id, {**scope, "headers": headers}, send_kept
+
+
 def guarded(
     inner: App,
     max_request_bytes: int,
     direct: Direct | None = None,
     routes: frozenset[str] | None = None,
+    watch: relay.Watch | None = None,
 ) -> App:
     """``inner`` behind the size limit and the header filter (see the module docstring); a
     call ``direct`` serves does not reach ``inner``; ``routes``: the served routes besides the
-    Gemini and health ones (None: no route filter).
+    Gemini and health ones (None: no route filter); ``watch``: where the calls ``inner``
+    serves are kept (None: not kept, the agent's call id header passed on).
     """
 
     async def guard(scope: dict[str, Any], receive: Receive, send: Send) -> None:
@@ -258,7 +286,14 @@ def guarded(
             if await direct.serve(scope, raw, send):
                 return
             receive = _replay(raw, receive)
-        await inner(scope, receive, _filtered(send))
+        if watch is None:
+            await inner(scope, receive, _filtered(send))
+            return
+        call_id, scope, send = _watched(scope, send, watch)
+        try:
+            await inner(scope, receive, _filtered(send))
+        finally:
+            watch.close(call_id)
 
     return guard
 
@@ -281,7 +316,8 @@ def __getattr__(name: str) -> Any:
 
         direct = gateway_fast.FastPath(settings, proxy_hook, float(settings["hold_max_s"]))
     routes = frozenset(str(route) for route in settings["allowed_routes"])
-    guarded_app = guarded(litellm_app, int(settings["max_request_bytes"]), direct, routes)
+    max_bytes = int(settings["max_request_bytes"])
+    guarded_app = guarded(litellm_app, max_bytes, direct, routes, relay.WATCH)
     globals()["app"] = guarded_app
     gc.freeze()
     gc.enable()

@@ -14,6 +14,11 @@ folder, also on ``PYTHONPATH``) and the provider keys.
   calls in flight, rate cap), then writes each call's usage line, charged at the price of the
   deployment that served it, and its trajectory entry. An answer whose usage the upstream did
   not report (all counts zero) is charged :func:`rexmle.llm.metering.unreported_usage`.
+  A call that failed after its answer began (:func:`rexmle.llm.relay_watch.answer_begun`: a
+  stream broken off) is an ``error`` charged as the direct path charges it
+  (:mod:`rexmle.llm.fast_path`): the usage the relayed answer reported in full, else
+  :func:`~rexmle.llm.metering.unreported_usage` of the text relayed, its line starting with
+  ``BROKEN_OFF``; one that failed before costs nothing.
 """
 
 from __future__ import annotations
@@ -21,12 +26,17 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, NoReturn
 
+import gateway_fast as fast
 import gateway_metering as metering
 import gateway_native as native
+import gateway_native_fast as native_fast
+import gateway_relay as relay
 from fastapi import HTTPException, Request
 from litellm.integrations.custom_logger import CustomLogger
 from litellm.proxy._types import UserAPIKeyAuth
@@ -118,6 +128,66 @@ def _request_body(kwargs: dict[str, Any]) -> dict[str, Any]:
     litellm_params = kwargs.get("litellm_params") or {}
     body = (litellm_params.get("proxy_server_request") or {}).get("body")
     return body if isinstance(body, dict) else {"messages": kwargs.get("messages")}
+
+
+def _server_request(kwargs: dict[str, Any]) -> dict[str, Any]:
+    litellm_params = kwargs.get("litellm_params") or {}
+    request = litellm_params.get("proxy_server_request")
+    return request if isinstance(request, dict) else {}
+
+
+def _relayed_reader(data: dict[str, Any]) -> Any:
+    """A direct-path reader of the answer LiteLLM relayed for the call ``data`` came from."""
+    url = str((data.get("proxy_server_request") or {}).get("url") or "")
+    path = re.sub(r"^[a-z]+://[^/]+", "", url).split("?", 1)[0]
+    protocol = native.protocol_of(path)
+    if protocol == "anthropic":
+        return native_fast.MessagesReader(str(data.get("model", "")))
+    if protocol == "gemini":
+        return native_fast.GeminiReader()
+    return fast.ChatReader(SimpleNamespace(_usage_numbers=_usage_numbers), asked_usage=True)
+
+
+def _broken_off(
+    line: metering.UsageLine,
+    call_id: str,
+    data: dict[str, Any],
+    error: BaseException | None,
+    text: str,
+    meter: metering.RunMeter,
+) -> metering.UsageLine:
+    """The failed call's ``line``, charged when its answer had begun (see the module
+    docstring); ``data``: its body (with ``proxy_server_request``), ``error`` and ``text``: its
+    failure.
+    """
+    relayed = relay.WATCH.get(call_id)
+    if not relay.answer_begun(relayed, error, text):
+        return line
+    reader = _relayed_reader(data)
+    pending = b"" if relayed is None else relayed.body().replace(b"\r\n", b"\n")
+    for event in pending.split(b"\n\n"):
+        if event.strip():
+            reader.add(event)
+    usage = reader.usage() if reader.complete else None
+    broken = f"{fast.BROKEN_OFF} ({line.error or type(error).__name__})"
+    if usage is not None:
+        note = f"{broken}; {fast.REPORTED}"
+    else:
+        view = native.estimate_view(data)
+        usage = metering.unreported_usage(view, reader.answer(), meter.entry.reserve_output_tokens)
+        note = f"{broken}; {metering.UNREPORTED}"
+    url = str((data.get("proxy_server_request") or {}).get("url") or "")
+    return metering.UsageLine.charged(
+        PRICES.get(line.alias, HIGHEST_PRICE),
+        usage,
+        alias=line.alias,
+        upstream_model=line.upstream_model,
+        status="error",
+        latency_s=line.latency_s,
+        stream=bool(data.get("stream")) or ":streamGenerateContent" in url,
+        dropped_params=line.dropped_params,
+        error=note,
+    )
 
 
 def _dropped(kwargs: dict[str, Any]) -> list[str]:
@@ -216,6 +286,7 @@ class MeteringHandler(CustomLogger):
             status="error",
             error=str(original_exception),
         )
+        line = _broken_off(line, call_id, request_data, original_exception, "", meter)
         meter.record(line, call_id=call_id)
 
     def _line(
@@ -296,6 +367,12 @@ class MeteringHandler(CustomLogger):
         if call_id and not meter.is_in_flight(call_id):
             return
         line = self._line(kwargs, None, "error")
+        error = kwargs.get("exception")
+        text = str(kwargs.get("traceback_exception") or "")
+        body = {**_request_body(kwargs), "proxy_server_request": _server_request(kwargs)}
+        line = _broken_off(
+            line, call_id, body, error if isinstance(error, BaseException) else None, text, meter
+        )
         meter.record(line, self._trajectory(kwargs, line), call_id=call_id)
 
 

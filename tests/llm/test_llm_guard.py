@@ -6,6 +6,7 @@ import asyncio
 from typing import Any
 
 from rexmle.llm.proxy_guard import guarded
+from rexmle.llm.relay_watch import CALL_ID_HEADER, Watch
 
 LIMIT = 1000
 
@@ -15,8 +16,10 @@ class Inner:
 
     def __init__(self) -> None:
         self.bodies: list[bytes] = []
+        self.scopes: list[dict[str, Any]] = []
 
-    async def __call__(self, _scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        self.scopes.append(scope)
         body = b""
         while True:
             message = await receive()
@@ -34,7 +37,9 @@ class Inner:
         await send({"type": "http.response.body", "body": b"{}"})
 
 
-def serve(chunks: list[bytes], headers: list[tuple[bytes, bytes]]) -> tuple[Inner, list[Any]]:
+def serve(
+    chunks: list[bytes], headers: list[tuple[bytes, bytes]], watch: Watch | None = None
+) -> tuple[Inner, list[Any]]:
     """Run one request through the guard; returns the inner app and the messages sent."""
     inner = Inner()
     sent: list[Any] = []
@@ -50,7 +55,7 @@ def serve(chunks: list[bytes], headers: list[tuple[bytes, bytes]]) -> tuple[Inne
         sent.append(message)
 
     scope = {"type": "http", "method": "POST", "path": "/v1/chat/completions", "headers": headers}
-    asyncio.run(guarded(inner, LIMIT)(scope, receive, send))
+    asyncio.run(guarded(inner, LIMIT, watch=watch)(scope, receive, send))
     return inner, sent
 
 
@@ -74,3 +79,19 @@ def test_deployment_and_upstream_headers_are_dropped():
     _, sent = serve([b"{}"], [(b"content-length", b"2")])
     names = [name for name, _ in sent[0]["headers"]]
     assert names == [b"content-type"]
+
+
+def test_each_call_gets_the_guards_own_call_id_and_its_relayed_answer_is_kept():
+    watch = Watch()
+    agents = [(b"content-length", b"2"), (CALL_ID_HEADER, b"same-id")]
+    first, _ = serve([b"{}"], agents, watch)
+    second, _ = serve([b"{}"], agents, watch)
+    ids = [
+        [v.decode() for k, v in inner.scopes[0]["headers"] if k == CALL_ID_HEADER]
+        for inner in (first, second)
+    ]
+    assert all(len(found) == 1 and found[0] != "same-id" for found in ids)
+    assert ids[0] != ids[1]
+    relayed = watch.get(ids[0][0])
+    assert relayed is not None
+    assert (relayed.status, relayed.body()) == (200, b"{}")
