@@ -58,11 +58,14 @@ def upstream(llm_standin: ScriptedUpstream) -> ScriptedUpstream:
 
 
 @contextlib.contextmanager
-def standin_gateway(standin: ScriptedUpstream, *, direct: bool) -> Iterator[Gateway]:
+def standin_gateway(
+    standin: ScriptedUpstream, *, direct: bool, extra: str = ""
+) -> Iterator[Gateway]:
     """A real LiteLLM gateway (its env installed once into the agents cache) in front of
     ``standin``: ``gw/gpt-5`` (OpenAI API), ``gw/claude`` (Anthropic API), ``gw/gemini-3-pro``
     (Gemini API); per run 0.01 USD and 3 calls per minute unless a test registers other limits;
-    with its direct path (``direct``) or every call through LiteLLM.
+    with its direct path (``direct``) or every call through LiteLLM; ``extra``: more lines of
+    the config.
     """
     base = standin.base_url
     config = parse_llm_config(
@@ -79,6 +82,7 @@ models:
   gemini-3-pro: {{provider: gemini-like, upstream: gemini-3-pro-preview,
                  price: {{input: 2.0, cached_input: 0.2, output: 12.0}}}}
 limits: {{budget_usd: 0.01, max_calls_per_minute: 3}}
+{extra}
 """,
         "test gateway config",
     )

@@ -14,12 +14,14 @@
     drop_params: true              # drop parameters a model refuses (each drop is logged)
     max_request_mb: 32             # larger requests are refused (413)
     request_timeout_s: 600         # an upstream call that takes longer fails
+    gemini_openai_route: google    # or litellm: how /v1beta/openai/chat/completions is served
 
 ``api`` is the wire protocol of the upstream: ``openai`` (chat completions, Responses,
 embeddings), ``anthropic`` (messages) or ``gemini``. Every ``base_url`` may point anywhere (a
 stand-in, a self-hosted server); a ``gemini`` one names the API's version
 (``https://generativelanguage.googleapis.com/v1beta``): LiteLLM appends
-``/models/<model>:generateContent`` to it. ``key_env`` names the harness variable holding the key; it is
+``/models/<model>:generateContent`` to it, and Gemini's OpenAI-compatible endpoint is
+``<base_url>/openai/chat/completions``. ``key_env`` names the harness variable holding the key; it is
 given to the gateway process only, never to a sandbox; ``null`` for an upstream without a key.
 The built-in default is ``rexmle/llm/default_llm.yaml``.
 """
@@ -84,6 +86,9 @@ class Limits(BaseModel):
     usage_max_mb: float = Field(default=64.0, gt=0)
 
 
+GeminiOpenAIRoute = Literal["google", "litellm"]
+
+
 class LlmConfig(BaseModel):
     """The whole file (see the module docstring)."""
 
@@ -97,6 +102,11 @@ class LlmConfig(BaseModel):
     """Requests with a larger body are refused (413) before LiteLLM reads them."""
     request_timeout_s: float = Field(default=600.0, gt=0)
     """An upstream call that takes longer fails; a run's end waits this long for its calls."""
+    gemini_openai_route: GeminiOpenAIRoute = "google"
+    """How Gemini's OpenAI-compatible route reaches a Gemini-API provider: ``google``, its body
+    forwarded as it is to the provider's own OpenAI-compatible endpoint (what the agent calls
+    without a gateway; :mod:`rexmle.llm.native_fast`); ``litellm``, translated by LiteLLM to
+    ``generateContent``."""
 
     @model_validator(mode="after")
     def _known_providers(self) -> LlmConfig:

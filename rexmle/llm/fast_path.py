@@ -3,13 +3,15 @@ proxy's guard, not by the harness).
 
 Copied into the gateway's state folder as ``gateway_fast.py``. Each :class:`Route` decides which
 calls it takes: here OpenAI chat completions (:class:`OpenAIChat`), in
-:mod:`rexmle.llm.native_fast` Anthropic Messages and Gemini generateContent. Any other call (and
+:mod:`rexmle.llm.native_fast` Anthropic Messages, Gemini generateContent and Gemini's
+OpenAI-compatible chat completions. Any other call (and
 any call the meter refuses, which LiteLLM's callback then refuses again, answers and records)
 goes to LiteLLM unchanged.
 
 OpenAI chat completions are served here only when all of these hold:
 
-- ``POST /v1/chat/completions`` (or ``/chat/completions``), not Gemini's rewritten route;
+- ``POST /v1/chat/completions`` (or ``/chat/completions``), not Gemini's rewritten route
+  (:class:`~rexmle.llm.native_fast.GeminiOpenAI` takes that one);
 - a registered run token (``Authorization: Bearer`` or ``x-api-key``);
 - a JSON object body whose ``model`` is a configured alias of a provider with ``api: openai``
   (``gateway.json``'s ``fast_models``), and whose keys are all forwarded by LiteLLM unchanged
@@ -47,6 +49,11 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
+
+if __package__:
+    from rexmle.llm import native_routes as native
+else:  # loaded from the gateway's state folder
+    import gateway_native as native  # type: ignore[no-redef]
 
 Message = dict[str, Any]
 Receive = Callable[[], Awaitable[Message]]
@@ -221,6 +228,13 @@ def token_of(scope: dict[str, Any], *, gemini: bool = False) -> str:
     return token
 
 
+def gemini_marked(scope: dict[str, Any]) -> bool:
+    """Whether the guard rewrote the request from Gemini's OpenAI-compatible route
+    (:data:`~rexmle.llm.native_routes.NATIVE_HEADER`).
+    """
+    return _header(scope, native.NATIVE_HEADER.encode("ascii")) == "gemini"
+
+
 def query_of(scope: dict[str, Any]) -> dict[str, str]:
     """The request's query parameters (the last value of each)."""
     from urllib.parse import parse_qsl
@@ -254,7 +268,7 @@ class OpenAIChat:
 
     def accepts(self, scope: dict[str, Any]) -> bool:
         """Whether the request might be served here (route and method; the body decides)."""
-        return scope.get("path") in FAST_ROUTES and bool(self.models)
+        return scope.get("path") in FAST_ROUTES and bool(self.models) and not gemini_marked(scope)
 
     def call(self, scope: dict[str, Any], raw: bytes) -> Call | None:
         """The call, or None for LiteLLM (see the module docstring)."""

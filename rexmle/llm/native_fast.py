@@ -51,8 +51,23 @@ always present) to ``<base_url>/models/<upstream>:<verb>``, a stream always with
 ``x-goog-api-key``; an answer's ``citationSources`` are renamed as LiteLLM renames them. Usage:
 :func:`rexmle.llm.native_routes.gemini_usage` of the (last) ``usageMetadata``.
 
-Gemini's OpenAI-compatible route is translated by LiteLLM (chat completions to
-``generateContent``), which is never the identity: it stays on LiteLLM.
+Gemini's OpenAI-compatible route (``POST /v1beta/openai/chat/completions``, which AIDE's Gemini
+back-end calls; :class:`GeminiOpenAI`): LiteLLM translates it to ``generateContent``, while the
+agent without a gateway calls Google's own OpenAI-compatible endpoint. Rule: with the LLM
+config's ``gemini_openai_route: google`` (the default) a call is served here, forwarded to that
+endpoint, ``<base_url>/openai/chat/completions``, when
+
+- a registered run token (``Authorization: Bearer`` or ``x-api-key``, as the route takes today);
+- a JSON object body whose ``model`` is an alias or bare name (on the Gemini protocol) of a
+  provider with ``api: gemini``, ``messages`` a list, ``stream`` a boolean if any,
+  ``stream_options`` an object if any;
+
+and is sent as the agent sent it, but for ``model`` (the upstream model) and, when streamed,
+``stream_options.include_usage`` (the usage chunk passed on only when the agent asked for it),
+with the provider's key as ``Authorization: Bearer``. Every other call on that route, and every
+call under ``gemini_openai_route: litellm``, goes to LiteLLM as before. Usage: the OpenAI-style
+``usage`` (as :class:`~rexmle.llm.fast_path.OpenAIChat` reads it), at the alias's Gemini price;
+refusals and errors in the OpenAI shape, as the route answers them through LiteLLM.
 """
 
 from __future__ import annotations
@@ -600,6 +615,65 @@ class GeminiReader:
         return {"candidates": [{"content": content}], "usageMetadata": usage}
 
 
+class GeminiOpenAI:
+    """Gemini's OpenAI-compatible chat completions to a Gemini-API provider's own
+    OpenAI-compatible endpoint (see the module docstring).
+    """
+
+    def __init__(self, settings: dict[str, Any], hook: Any) -> None:
+        self.hook = hook
+        google = settings.get("gemini_openai_route", "google") == "google"
+        self.models = _target(settings, "gemini") if google else {}
+        self.chat = fast.OpenAIChat({"fast_models": {}}, hook)
+
+    def accepts(self, scope: dict[str, Any]) -> bool:
+        """Whether the request might be served here (route and method; the body decides)."""
+        return fast.gemini_marked(scope) and bool(self.models)
+
+    def call(self, scope: dict[str, Any], raw: bytes) -> fast.Call | None:
+        """The call, or None for LiteLLM (see the module docstring)."""
+        token = fast.token_of(scope)
+        meter = self.hook.REGISTRY.meter(token) if token else None
+        body = fast.json_object(raw) if meter is not None else None
+        if body is None:
+            return None
+        hook = self.hook
+        alias = native.served_alias(body.get("model"), "gemini", hook.PRICES, hook.NATIVE_NAMES)
+        if alias not in self.models or not isinstance(body.get("messages"), list):
+            return None
+        if not isinstance(body.get("stream", False), bool):
+            return None
+        options = body.get("stream_options")
+        if options is not None and not isinstance(options, dict):
+            return None
+        return fast.Call(meter, alias, body, stream=bool(body.get("stream")))
+
+    def request(self, call: fast.Call) -> tuple[str, dict[str, str], dict[str, Any]]:
+        """The upstream request (see the module docstring)."""
+        target = self.models[call.alias]
+        sent = {**call.body, "model": self.hook.UPSTREAM[call.alias]}
+        if call.stream:
+            options = call.body.get("stream_options") or {}
+            sent["stream_options"] = {**options, "include_usage": True}
+        headers = _headers(target, "authorization")
+        if "authorization" in headers:
+            headers["authorization"] = f"Bearer {headers['authorization']}"
+        return f"{target['api_base'].rstrip('/')}/openai/chat/completions", headers, sent
+
+    def plain(self, call: fast.Call, response: Any) -> tuple[bytes | None, Any, Any]:
+        """The answer unchanged, its ``usage``, its choices."""
+        return self.chat.plain(call, response)
+
+    def reader(self, call: fast.Call) -> fast.Reader:
+        """A reader that passes the usage chunk on only when the agent asked for it."""
+        return self.chat.reader(call)
+
+    def trajectory_request(self, body: dict[str, Any]) -> dict[str, Any]:
+        """``messages`` and the other parameters."""
+        return self.chat.trajectory_request(body)
+
+
 def routes(settings: dict[str, Any], hook: Any) -> list[fast.Route]:
     """The native routes of the direct path (those with a provider of their protocol)."""
-    return [AnthropicMessages(settings, hook), GeminiGenerate(settings, hook)]
+    return [AnthropicMessages(settings, hook), GeminiGenerate(settings, hook),
+            GeminiOpenAI(settings, hook)]  # fmt: skip

@@ -75,6 +75,7 @@ def litellm_config(config: LlmConfig, aliases: list[str]) -> dict[str, Any]:
             "callbacks": f"{HOOK_MODULE}.handler",
             "modify_params": True,
             "drop_params": config.drop_params,
+            "gemini_openai_route": config.gemini_openai_route,
             "num_retries": 0,
             "request_timeout": config.request_timeout_s,
         },
@@ -110,6 +111,7 @@ def hook_settings(
         "max_request_bytes": int(config.max_request_mb * 1024 * 1024),
         "hold_max_s": config.request_timeout_s,
         "drop_params": config.drop_params,
+        "gemini_openai_route": config.gemini_openai_route,
         "fast_models": {
             alias: {
                 "api": config.providers[models[alias].provider].api,

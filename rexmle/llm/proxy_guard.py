@@ -24,9 +24,9 @@ uvicorn asks for it, so that the harness can import this module without LiteLLM)
   the size limit's 413) is rewritten into that provider's error shape
   (:func:`rexmle.llm.native_routes.reshaped_error`), so the agent's own SDK reads it.
 - A call the direct path takes (OpenAI chat completions, :mod:`rexmle.llm.fast_path`; Anthropic
-  Messages and Gemini generateContent, :mod:`rexmle.llm.native_fast`) is served there, never
-  reaching LiteLLM (the request rewritten from Gemini's OpenAI-compatible route never takes it);
-  every other call reaches LiteLLM with its body as it came.
+  Messages, Gemini generateContent and Gemini's OpenAI-compatible route,
+  :mod:`rexmle.llm.native_fast`) is served there, never reaching LiteLLM; every other call
+  reaches LiteLLM with its body as it came.
 - Every request LiteLLM serves gets a call id of the guard's (``x-litellm-call-id``, the
   agent's own value replaced, so no two calls share one), under which the status and the bytes
   relayed are kept (:mod:`rexmle.llm.relay_watch`): the hook charges a stream broken off after
@@ -276,8 +276,7 @@ def guarded(
                 await _too_large(send, max_request_bytes)
                 return
             receive = replay
-        marked = any(k.lower() == NATIVE_HEADER for k, _ in scope.get("headers", ()))
-        if direct is not None and not marked and direct.accepts(scope):
+        if direct is not None and direct.accepts(scope):
             whole = await _buffered(receive, max_request_bytes)
             if whole is None:
                 await _too_large(send, max_request_bytes)

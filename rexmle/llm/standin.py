@@ -14,6 +14,8 @@ Endpoints (each also without the ``/v1`` prefix):
 - ``POST /v1beta/models/<model>:generateContent`` and ``:streamGenerateContent``: the Gemini
   API, streamed as SSE with ``?alt=sse`` (as google-genai asks) or else as one JSON array of
   chunks (Gemini's default); its key in ``x-goog-api-key`` or ``?key=``;
+- ``POST /v1beta/openai/chat/completions``: Gemini's OpenAI-compatible endpoint, the OpenAI
+  chat completions wire format (its key as ``Authorization: Bearer``);
 - ``POST /v1/embeddings``: deterministic 8-dimensional vectors (a hash of the text);
 - ``GET /v1/models``: the models requested so far.
 
@@ -466,6 +468,7 @@ APIS: dict[str, type[_Chat] | type[_Responses] | type[_Messages]] = {
     "/chat/completions": _Chat,
     "/responses": _Responses,
     "/messages": _Messages,
+    "/v1beta/openai/chat/completions": _Chat,
 }
 
 

@@ -27,10 +27,12 @@ pytestmark = pytest.mark.slow
 HELLO = [{"role": "user", "content": "hello there"}]
 GEMINI_BODY = {"contents": [{"role": "user", "parts": [{"text": "hello there"}]}]}
 GENERATE = "/v1beta/models/{}:generateContent"
+COMPAT = "/v1beta/openai/chat/completions"
 STREAM = "/v1beta/models/{}:streamGenerateContent"
 CLAUDE = Price(input=3.0, cached_input=0.3, output=15.0)
 GEMINI = Price(input=2.0, cached_input=0.2, output=12.0)
 LIMITS = Limits(budget_usd=1.0, max_calls_per_minute=None)
+STANDIN_KEY = "sk-standin-provider-key-0123456789"  # tests/conftest.py
 VARYING = ("time", "latency_s")
 """Usage line fields that differ between two calls of the same answer."""
 
@@ -144,11 +146,101 @@ def test_the_direct_path_sends_and_charges_what_litellm_does(
     assert [set(e) for e in entries[0]] == [set(e) for e in entries[1]]
 
 
+COMPAT_CASES = [
+    ("plain", {"model": "gemini-3-pro", "messages": HELLO, "max_tokens": 50,
+               "temperature": 0.2}),
+    ("streamed", {"model": "gw/gemini-3-pro", "messages": HELLO, "stream": True}),
+    ("streamed with usage", {"model": "gemini-3-pro", "messages": HELLO, "stream": True,
+                             "stream_options": {"include_usage": True}}),
+]  # fmt: skip
+
+
+def compat_text(answer: str, streamed: bool) -> tuple[str, list[Any]]:
+    """(the text an OpenAI-format answer carried, its usage chunks' usage)."""
+    if not streamed:
+        parsed = json.loads(answer)
+        return parsed["choices"][0]["message"]["content"], [parsed.get("usage")]
+    said, usages = [], []
+    for event in answer.split("\n\n"):
+        data = event.strip().removeprefix("data:").strip()
+        if not data or data == "[DONE]":
+            continue
+        chunk = json.loads(data)
+        said += [c["delta"].get("content") or "" for c in chunk.get("choices") or ()]
+        if chunk.get("usage"):
+            usages.append(chunk["usage"])
+    return "".join(said), usages
+
+
+@pytest.mark.parametrize(("name", "body"), COMPAT_CASES, ids=[c[0] for c in COMPAT_CASES])
+def test_geminis_openai_compatible_route_goes_to_googles_endpoint_charged_as_litellm_charges(
+    twins, upstream, tmp_path, name, body
+):
+    streamed = bool(body.get("stream"))
+    reply = Reply(text="the same answer from both paths", input_tokens=300, cached_tokens=120,
+                  output_tokens=40)  # fmt: skip
+    answers, lines, entries = [], [], []
+    for gateway in twins:
+        folder = tmp_path / str(gateway.direct_path)
+        folder.mkdir()
+        link = gateway.register(name, folder, limits=LIMITS)
+        upstream.reset()
+        upstream.push(reply)
+        status, text = call(gateway, COMPAT, body, {"Authorization": f"Bearer {link.token}"})
+        assert status == 200, text
+        answers.append(compat_text(text, streamed))
+        (request,) = upstream.completion_requests()
+        assert served_directly(request) == gateway.direct_path
+        if gateway.direct_path:  # the body as the agent sent it, to Google's endpoint
+            assert request.path == COMPAT
+            expected = {**body, "model": "gemini-3-pro-preview"}
+            if streamed:
+                expected["stream_options"] = {**body.get("stream_options", {}),
+                                              "include_usage": True}  # fmt: skip
+            assert request.body == expected
+            assert request.headers["authorization"] == f"Bearer {STANDIN_KEY}"
+        (line,) = usage_lines(link, 1)
+        lines.append(line)
+        entries.append(trajectory(link))
+        gateway.unregister(link)
+    assert answers[0][0] == answers[1][0] == reply.text
+    asked = bool(body.get("stream_options")) or not streamed
+    assert bool(answers[0][1]) == asked  # the usage chunk only when the agent asked for it
+    # LiteLLM's line names the parameters it renamed into generationConfig; nothing is
+    # dropped or renamed on the way to Google's endpoint
+    unlike = (*VARYING, "dropped_params")
+    fields = {k: v for k, v in lines[0].items() if k not in unlike}
+    assert fields == {k: v for k, v in lines[1].items() if k not in unlike}
+    assert lines[0]["dropped_params"] == []
+    assert (fields["status"], fields["stream"], fields["error"]) == ("ok", streamed, None)
+    assert fields["alias"] == "gw/gemini-3-pro"
+    assert (fields["tokens_in"], fields["tokens_cached"], fields["tokens_out"]) == (300, 120, 40)
+    expected_cost = cost_usd(GEMINI, tokens_in=300, tokens_cached=120, tokens_out=40)
+    assert fields["cost_usd"] == pytest.approx(expected_cost, abs=1e-12)
+    assert [set(e) for e in entries[0]] == [set(e) for e in entries[1]]
+
+
+def test_geminis_openai_compatible_route_can_stay_on_litellm(start_standin_gateway, upstream,
+                                                              tmp_path):  # fmt: skip
+    with start_standin_gateway(direct=True, extra="gemini_openai_route: litellm") as gateway:
+        link = gateway.register("litellm", tmp_path, limits=LIMITS)
+        upstream.reset()
+        body = {"model": "gemini-3-pro", "messages": HELLO}
+        status, text = call(gateway, COMPAT, body, {"Authorization": f"Bearer {link.token}"})
+        assert status == 200, text
+        (request,) = upstream.completion_requests()
+        assert not served_directly(request)
+        assert request.path == GENERATE.format("gemini-3-pro-preview")
+
+
 def priced_call(protocol: str) -> tuple[str, dict[str, Any], Reply, float]:
     """A call whose answer costs exactly its estimate: (path, body, reply, cost)."""
     if protocol == "anthropic":
         body: dict[str, Any] = {"model": "claude", "max_tokens": 200, "messages": HELLO}
         path, price, view = "/v1/messages", CLAUDE, body
+    elif protocol == "gemini-openai":
+        body = {"model": "gemini-3-pro", "max_tokens": 200, "messages": HELLO}
+        path, price, view = COMPAT, GEMINI, body
     else:
         body = {**GEMINI_BODY, "generationConfig": {"maxOutputTokens": 200}}
         path, price, view = GENERATE.format("gemini-3-pro"), GEMINI, estimate_view(body)
@@ -158,7 +250,7 @@ def priced_call(protocol: str) -> tuple[str, dict[str, Any], Reply, float]:
     return path, body, reply, cost
 
 
-@pytest.mark.parametrize("protocol", ["anthropic", "gemini"])
+@pytest.mark.parametrize("protocol", ["anthropic", "gemini", "gemini-openai"])
 def test_parallel_direct_calls_never_spend_past_the_budget(twins, upstream, tmp_path, protocol):
     direct, _ = twins
     path, body, reply, cost = priced_call(protocol)
@@ -167,6 +259,8 @@ def test_parallel_direct_calls_never_spend_past_the_budget(twins, upstream, tmp_
                                                              max_calls_per_minute=None))  # fmt: skip
     upstream.reset(default=reply)
     headers = anthropic(link) if protocol == "anthropic" else google(link)
+    if protocol == "gemini-openai":
+        headers = {"Authorization": f"Bearer {link.token}"}
     statuses = [0] * 8
 
     def one(index: int) -> None:
@@ -203,6 +297,9 @@ BROKEN = [
      True),
     ("gemini", STREAM.format("gemini-3-pro") + "?alt=sse",
      {**GEMINI_BODY, "generationConfig": {"maxOutputTokens": 500}}, google, 2, False),
+    ("gemini openai-compatible", COMPAT,
+     {"model": "gemini-3-pro", "messages": HELLO, "stream": True, "max_tokens": 500},
+     lambda link: {"Authorization": f"Bearer {link.token}"}, 3, False),
 ]  # fmt: skip
 PRICES = {"chat": Price(input=1.25, cached_input=0.125, output=10.0), "messages": CLAUDE,
           "gemini": GEMINI}  # fmt: skip
@@ -301,13 +398,14 @@ def test_calls_the_direct_path_must_not_take_go_through_litellm(twins, upstream,
         assert status == 200, (name, text)
         (sent,) = upstream.completion_requests()
         assert not served_directly(sent), name
-    compat = call(direct, "/v1beta/openai/chat/completions",
-                  {"model": "gemini-3-pro", "messages": HELLO},
-                  {"Authorization": f"Bearer {link.token}"})  # fmt: skip
-    assert compat[0] == 200, compat
-    assert not any(served_directly(r) for r in upstream.completion_requests())
-    lines = usage_lines(link, len(FALLBACK) + 1)
+    for body in ({"model": "claude", "messages": HELLO},  # not a Gemini model: refused
+                 {"model": "gemini-3-pro", "messages": "not a list"}):  # fmt: skip
+        upstream.reset()
+        call(direct, COMPAT, body, {"Authorization": f"Bearer {link.token}"})
+        assert not any(served_directly(r) for r in upstream.completion_requests())
+    *lines, claude, not_a_list = usage_lines(link, len(FALLBACK) + 2)
     assert {x["status"] for x in lines} == {"ok"}
+    assert (claude["status"], not_a_list["status"]) == ("refused", "error")
 
 
 def test_a_tool_call_answer_reads_the_same_on_both_paths(twins, upstream, tmp_path):

@@ -238,7 +238,11 @@ def test_geminis_openai_compatible_route_serves_bare_gemini_names_only(llm_gatew
     assert status == 200, text
     assert json.loads(text)["choices"][0]["message"]["content"] == "compat"
     (sent,) = upstream.completion_requests()
-    assert sent.path == GENERATE.format("gemini-3-pro-preview")  # Gemini's own API upstream
+    if llm_gateway.direct_path:  # forwarded to Google's OpenAI-compatible endpoint
+        assert sent.path == "/v1beta/openai/chat/completions"
+        assert sent.body == {**body, "model": "gemini-3-pro-preview"}
+    else:  # translated by LiteLLM to Gemini's own API
+        assert sent.path == GENERATE.format("gemini-3-pro-preview")
     # the mark is the guard's alone: sent by a client it is removed, so the name is refused
     forged = {"Authorization": f"Bearer {link.token}", "x-rexmle-native-protocol": "gemini"}
     assert call(llm_gateway, "/v1/chat/completions", body, forged)[0] == 400
