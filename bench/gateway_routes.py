@@ -5,9 +5,10 @@ Run: ``.venv/bin/python bench/gateway_routes.py [--calls 100]``. A scripted stan
 one at a time on a kept-alive connection, directly from the stand-in and through a real gateway
 (its direct path for the calls it takes, else the LiteLLM proxy; usage lines written either
 way), on the OpenAI chat completions route,
-the Anthropic Messages route and the Gemini generateContent route, each plain and streamed, and
-Gemini's OpenAI-compatible route (its direct figure: the stand-in's generateContent, which the
-gateway calls for it). Figures: p50/p95 of both and their difference, per route.
+the Anthropic Messages route, the Gemini generateContent route and Gemini's OpenAI-compatible
+route, each plain and streamed (the last one's direct figure: the stand-in's OpenAI-compatible
+endpoint; ``--gemini-openai-route litellm`` has LiteLLM translate it to generateContent
+instead). Figures: p50/p95 of both and their difference, per route.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ def routes(token: str, key: str) -> list[tuple[str, str, dict[str, Any], dict, s
     stream = "/v1beta/models/{}:streamGenerateContent?alt=sse"
     anthropic = {"anthropic-version": "2023-06-01"}
     messages = {"max_tokens": 32, "messages": HELLO}
+    compat = "/v1beta/openai/chat/completions"
     return [
         ("openai chat", "/v1/chat/completions", {"model": "gw/gpt-5", "messages": HELLO},
          {"Authorization": f"Bearer {token}"}, "/v1/chat/completions",
@@ -55,14 +57,21 @@ def routes(token: str, key: str) -> list[tuple[str, str, dict[str, Any], dict, s
         ("gemini streamGenerateContent", stream.format("gemini-3-pro"), GEMINI,
          {"x-goog-api-key": token}, stream.format("gemini-3-pro-preview"), GEMINI,
          {"x-goog-api-key": key}),
-        ("gemini openai-compatible", "/v1beta/openai/chat/completions",
-         {"model": "gemini-3-pro", "messages": HELLO}, {"Authorization": f"Bearer {token}"},
-         gen.format("gemini-3-pro-preview"), GEMINI, {"x-goog-api-key": key}),
+        ("gemini openai-compatible", compat, {"model": "gemini-3-pro", "messages": HELLO},
+         {"Authorization": f"Bearer {token}"}, compat,
+         {"model": "gemini-3-pro-preview", "messages": HELLO}, {"Authorization": f"Bearer {key}"}),
+        ("gemini openai-compatible streamed", compat,
+         {"model": "gemini-3-pro", "messages": HELLO, "stream": True},
+         {"Authorization": f"Bearer {token}"}, compat,
+         {"model": "gemini-3-pro-preview", "messages": HELLO, "stream": True},
+         {"Authorization": f"Bearer {key}"}),
     ]  # fmt: skip
 
 
-def measure(calls: int) -> dict[str, dict[str, float]]:
-    """p50/p95 direct, through the gateway and their difference, per route (ms)."""
+def measure(calls: int, gemini_openai_route: str = "google") -> dict[str, dict[str, float]]:
+    """p50/p95 direct, through the gateway and their difference, per route (ms), with the LLM
+    config's ``gemini_openai_route``.
+    """
     from rexmle.llm.config import parse_llm_config
     from rexmle.llm.environment import install_gateway
     from rexmle.llm.gateway import Gateway
@@ -87,6 +96,7 @@ models:
   gemini-3-pro: {{provider: g, upstream: gemini-3-pro-preview,
                  price: {{input: 2, cached_input: 0.2, output: 12}}}}
 limits: {{budget_usd: 1000.0, max_calls_per_minute: 100000}}
+gemini_openai_route: {gemini_openai_route}
 """,
             "bench",
         )
@@ -111,8 +121,9 @@ def main() -> None:
     """Print the figures as a Markdown table."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--calls", type=int, default=100)
+    parser.add_argument("--gemini-openai-route", choices=("google", "litellm"), default="google")
     options = parser.parse_args()
-    figures = measure(options.calls)
+    figures = measure(options.calls, options.gemini_openai_route)
     print(
         f"machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}"
     )

@@ -10,7 +10,8 @@ own protocol (its Anthropic or Gemini SDK pointed at the gateway) calls:
 - ``POST /v1beta/openai/chat/completions`` (Gemini's OpenAI-compatible endpoint, which AIDE's
   Gemini back-end calls): served as ``/v1/chat/completions`` with the Gemini protocol's names
   (the guard rewrites the path and marks the request with :data:`NATIVE_HEADER`, a header it
-  removes from every incoming request).
+  removes from every incoming request), by the direct path when it takes the call
+  (:class:`rexmle.llm.native_fast.GeminiOpenAI`), else by LiteLLM.
 
 Definitions:
     Protocol of a request: ``anthropic`` for the Messages routes, ``gemini`` for the Gemini

@@ -183,6 +183,10 @@ class SettingsRecord(BaseModel):
     llm_max_calls_per_minute: int | None
     llm_gateway_shared: bool = False
     """The runs shared the node's gateway with other rexmle processes (own token and limits)."""
+    llm_gemini_openai_route: str | None = None
+    """How the gateway served Gemini's OpenAI-compatible route (the LLM config's
+    ``gemini_openai_route``: ``google``, forwarded to Google's own OpenAI-compatible endpoint;
+    ``litellm``, translated to ``generateContent``); None in records written before it."""
     keep_data: bool
 
 

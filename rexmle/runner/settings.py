@@ -73,12 +73,18 @@ class RunSettings(BaseModel):
 
         Raises:
             OSError: the LLM config file cannot be read (it is hashed).
+            SpecError: it is not a valid LLM config (its ``gemini_openai_route`` is recorded).
         """
+        from rexmle.llm.config import load_llm_config
+
         digest = None
         if self.llm_config is not None:
             digest = hashlib.sha256(self.llm_config.read_bytes()).hexdigest()
         fields = self.model_dump(mode="json", exclude=set(NOT_RECORDED))
-        return SettingsRecord.model_validate({**fields, "llm_config_sha256": digest})
+        route = load_llm_config(self.llm_config).gemini_openai_route
+        return SettingsRecord.model_validate(
+            {**fields, "llm_config_sha256": digest, "llm_gemini_openai_route": route}
+        )
 
 
 def memory_bytes(megabytes: int) -> int | None:

@@ -146,6 +146,19 @@ def test_every_result_changing_setting_is_recorded():
     assert set(RunSettings.model_fields) - set(NOT_RECORDED) <= recorded
 
 
+def test_run_json_says_how_geminis_openai_compatible_route_went(tmp_path: Path):
+    built_in = RunSettings(data_dir=tmp_path, runs_dir=tmp_path).recorded()
+    assert built_in.llm_gemini_openai_route == "google"
+    config = tmp_path / "llm.yaml"
+    config.write_text(
+        "providers: {g: {api: gemini, base_url: 'http://127.0.0.1:1/v1beta'}}\n"
+        "models: {m: {provider: g, upstream: m, price: {input: 1, cached_input: 1, output: 1}}}\n"
+        "gemini_openai_route: litellm\n"
+    )
+    given = RunSettings(data_dir=tmp_path, runs_dir=tmp_path, llm_config=config).recorded()
+    assert given.llm_gemini_openai_route == "litellm"
+
+
 def test_an_llm_config_that_is_missing_is_refused_by_name(tmp_path: Path):
     result = in_process(
         "run", "--agent", "dummy", "--task", "isles22", "--mini",
