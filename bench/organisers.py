@@ -5,44 +5,48 @@ every reported value must agree to 1e-12 (relative), and both are timed in turn 
 range of ``--repeat`` rounds after a warm-up, as ``bench/panther.py``). Inputs are synthetic and
 deterministic (seed 0).
 
-* ``dentex``, whole test set: 140 panoramic X-rays of about 2000 x 1000 px with 28-32 tooth boxes
-  each (about 4.2k boxes; quadrant 0-3, tooth 0-7, diagnosis 0-3), detections that jitter the
-  boxes, mislabel some levels, add duplicates and false positives, scores rounded to 3 decimals
-  (ties). Official: pycocotools ``COCO`` / ``loadRes`` / ``COCOeval(gt, dt, "bbox")`` with
-  default parameters, ``evaluate(); accumulate(); summarize()`` once per level with
-  ``category_id := category_id_k`` and ``categories_k``, ``stats[0, 1, 2, 8]`` and their means
-  over the levels, as ``DentexChallenge.score`` in ibrahimethemhamamci/DENTEX
+* ``dentex``, whole test set: 140 panoramic X-rays of about 2000 x 1000 px with 28-32 tooth
+  boxes each (4.2k boxes; quadrant 0-3, tooth 0-7, diagnosis 0-3), detections that jitter the
+  boxes, mislabel some levels, add duplicates and false positives, scores rounded to 3
+  decimals (ties). Official: pycocotools ``COCO`` / ``loadRes`` / ``COCOeval(gt, dt, "bbox")``
+  with default parameters, ``evaluate(); accumulate(); summarize()`` once per level with
+  ``category_id := category_id_k`` and the level's categories, ``stats[0, 1, 2, 8]`` and their
+  means over the levels, as ``DentexChallenge.score`` in ibrahimethemhamamci/DENTEX
   (``DentexChallenge-AlgorithmPhases-Evaluation-Docker/evaluation.py``) runs it; its JSON round
   trip through ``/tmp`` is left out (the COCO objects are built from the same dictionaries).
   Ours: ``rexmle.challenges.dentex.metrics.dentex_scores``, what the grader's ``aggregate``
   calls, on the same per-image dictionaries.
 * ``puma-track1-task2``, whole test set: 40 tiles of 1024 x 1024 px, 300-900 nuclei each
-  (about 24k, clustered, 3 classes), predictions jittered by N(0, 3 px), 8 % missed, 10 %
-  relabelled, 10 % false positives, scores rounded to 2 decimals (ties). Official: written here
-  from the definition of tueimage/PUMA-challenge-eval-track1 ``eval_nuclei.py`` and
-  ``evaluate.py main()``: per reference nucleus in file order, the not yet matched predictions
-  of its class with ``np.linalg.norm`` distance < 15, the first after a stable sort by
-  (-score, distance); the matched prediction leaves the pool as the official code removes it
-  (the first of its class with an equal centroid; the inputs have no duplicated centroid, where
-  ours, which removes by identity, would differ); per case and class F1 from ``np.unique``
-  counts; per class the sum over cases / number of cases; ``np.mean`` over the classes. The
-  official code computes one ``np.linalg.norm`` per (reference, prediction) pair in Python;
-  by default the distances of one reference to its candidates are one vectorised call
-  (same values, far faster than the organisers' loop); ``--puma-per-pair`` times the per-pair
-  loop instead (about 45 s a round). Ours: ``nuclei_class_counts`` per case, ``nuclei_row``
-  rows and ``aggregate_nuclei``, what ``score_nuclei_case`` and the task's ``aggregate`` run
-  once the JSON files are parsed; both start from parsed centroids, classes and scores.
+  (23.9k in all, clustered, at least 7 px apart, 3 classes), predictions jittered by
+  N(0, 3 px), 8 % missed, 10 % relabelled, 10 % false positives, scores rounded to 2 decimals
+  (ties). Official: written here from the definition of tueimage/PUMA-challenge-eval-track1
+  ``eval_nuclei.py`` and ``evaluate.py main()``: per reference nucleus in file order, the not
+  yet matched predictions of its class at ``np.linalg.norm`` distance < 15, the first after a
+  stable sort by (-score, distance); the matched prediction leaves the pool as the official
+  code removes it (the first of its class with an equal centroid; the inputs have no
+  duplicated centroid, where ours, which removes by identity, would differ); per case and
+  class F1 from ``np.unique`` counts; per class the sum over cases / number of cases;
+  ``np.mean`` over the classes. The official code computes one ``np.linalg.norm`` per
+  (reference, prediction) pair in Python; by default the distances of one reference to its
+  candidates are one vectorised call here (same values, far faster than the organisers' loop);
+  ``--puma-per-pair`` times the per-pair loop instead (about a minute a call). Ours:
+  ``nuclei_class_counts`` per case, ``nuclei_row`` rows and ``aggregate_nuclei``, what
+  ``score_nuclei_case`` and the task's ``aggregate`` run once the JSON files are parsed; both
+  start from parsed centroids, classes and scores.
 * ``isles22``: ``score_case`` reads files, so each case is written once as NIfTI and both read
-  the same files: the official with ``nibabel.load(...).get_fdata()`` (as the organisers'
-  notebook), then ezequieldlrosa/isles22 ``utils/eval_utils.py`` written here from its
-  definitions (Dice with 1.0 for two empty masks; |ΣG·v − ΣP·v| with v = product of the GT
-  zooms / 1000; |#components(G) − #components(P)| and the lesion F1 from ``cc3d`` 26-connected
-  components, one full-volume comparison per component, as there). Ours:
-  ``rexmle.challenges.isles22.metrics.score_case``. Rows: one 192 x 192 x 64 case with eight
-  lesions (the prediction shifts, grows and misses some, adds false positives), and the whole
-  mini test set (``prepare_task("isles22", mini=True)`` with the fixed fixture; each
-  prediction is the gold mask shifted by one voxel plus a false-positive voxel pair), values
-  averaged over the cases.
+  the same files. Official: ``nibabel.load(...).get_fdata()`` and ``np.prod(zooms) / 1000``
+  (as the organisers' notebook), then ezequieldlrosa/isles22 ``utils/eval_utils.py`` written
+  here from its definitions (Dice with 1.0 for two empty masks; |ΣG·v − ΣP·v|;
+  |#components(G) − #components(P)| and the lesion F1 from ``cc3d`` 26-connected components,
+  one full-volume comparison per component, as there). nibabel's zooms are float32, so the
+  official v is a float32 product (divided in float64 under the NumPy < 1.24 that the official
+  ``np.bool`` needs); ours multiplies the zooms in float64, so for spacings whose float32
+  product rounds (1.2 x 1.2 x 2.0 mm here) ``abs_volume_diff`` differs in the 8th digit and
+  the row says so. Ours: ``rexmle.challenges.isles22.metrics.score_case``. Rows: one
+  192 x 192 x 64 case with eight lesions (the prediction shifts, grows and misses some, adds
+  false positives), and the whole mini test set (``prepare_task("isles22", mini=True)`` with
+  the fixed fixture; each prediction is the gold mask shifted by one voxel plus a
+  false-positive voxel pair), values averaged over the cases.
 
 Run:  .venv/bin/python bench/organisers.py [--repeat N] [--puma-per-pair]
 """
@@ -213,12 +217,16 @@ def _spread_points(n: int, rng: np.random.Generator, min_gap: float = 7.0) -> np
     return np.asarray(points)
 
 
-def puma_inputs(n_tiles: int = 40, seed: int = 0) -> list[tuple[Nuclei, Nuclei]]:
-    """(reference, prediction) nuclei per tile."""
+def puma_inputs(
+    n_tiles: int = 40, n_nuclei: int = 23_900, seed: int = 0
+) -> list[tuple[Nuclei, Nuclei]]:
+    """(reference, prediction) nuclei per tile; tile counts drawn in 300-900, scaled to the total."""
     rng = np.random.default_rng(seed)
+    drawn = rng.integers(300, 901, size=n_tiles)
+    counts = np.round(drawn * (n_nuclei / drawn.sum())).astype(int)
     cases = []
-    for _ in range(n_tiles):
-        xy = _spread_points(int(rng.integers(300, 901)), rng)
+    for count in counts:
+        xy = _spread_points(int(count), rng)
         classes = [PUMA_CLASSES[i] for i in rng.choice(3, size=len(xy), p=(0.55, 0.25, 0.2))]
         truth = Nuclei(xy=xy, classes=classes, scores=np.ones(len(xy)))
         kept = np.flatnonzero(rng.uniform(size=len(xy)) >= 0.08)
@@ -364,27 +372,49 @@ def isles_case(shape: tuple[int, int, int] = (192, 192, 64)) -> tuple[np.ndarray
     return truth, pred
 
 
-def isles_official_case(gold: Path, pred: Path) -> Values:
-    """The four ISLES'22 values of one case from its files (see the module docstring)."""
-    gold_image = nib.load(gold)
-    truth = np.asarray(gold_image.get_fdata()).astype(bool)
-    prediction = np.asarray(nib.load(pred).get_fdata()).astype(bool)
-    voxel_size = np.prod(gold_image.header.get_zooms()[:3]) / 1000
-    total = truth.sum() + prediction.sum()
-    dice = 1.0 if total == 0 else 2.0 * np.logical_and(truth, prediction).sum() / total
-    volume_difference = np.abs(np.sum(truth) * voxel_size - np.sum(prediction) * voxel_size)
-    truth_labels, n_truth = cc3d.connected_components(truth, connectivity=26, return_N=True)
-    pred_labels, n_pred = cc3d.connected_components(prediction, connectivity=26, return_N=True)
+def _clusters(mask: np.ndarray) -> int:
+    """Number of 26-connected components (the official ``compute_number_of_clusters``)."""
+    return int(cc3d.connected_components(mask, connectivity=26).max())
+
+
+def _official_lesion_f1(truth: np.ndarray, prediction: np.ndarray) -> float:
+    """Lesion F1 with one full-volume comparison per component, as the official loop."""
+    truth, prediction = np.asarray(truth).astype(bool), np.asarray(prediction).astype(bool)
     intersection = np.logical_and(truth, prediction)
-    tp = sum(
-        1 for k in range(1, n_truth + 1) if np.logical_and(truth_labels == k, intersection).any()
-    )
-    fp = sum(1 for k in range(1, n_pred + 1) if not np.logical_and(pred_labels == k, truth).any())
-    fn = n_truth - tp
+    tp = fp = fn = 0
+    labels, n = cc3d.connected_components(truth, connectivity=26, return_N=True)
+    for k in range(1, n + 1):
+        if np.logical_and(labels == k, intersection).any():
+            tp += 1
+        else:
+            fn += 1
+    labels, n = cc3d.connected_components(prediction, connectivity=26, return_N=True)
+    fp = sum(1 for k in range(1, n + 1) if not np.logical_and(labels == k, truth).any())
+    return 1.0 if tp + fp + fn == 0 else tp / (tp + (fp + fn) / 2)
+
+
+def isles_official_case(gold: Path, pred: Path) -> Values:
+    """The four ISLES'22 values of one case from its files (see the module docstring).
+
+    Each official function converts its inputs with ``astype(bool)`` itself, and the lesion
+    count and the lesion F1 label the masks separately; so here. The voxel volume is the
+    product of nibabel's float32 zooms (a float32) divided by 1000 in float64, as NumPy < 1.24
+    (which the official ``np.bool`` and ``np.float`` need) evaluates ``np.prod(zooms) / 1000``.
+    """
+    gold_image = nib.load(gold)
+    truth = gold_image.get_fdata()
+    prediction = nib.load(pred).get_fdata()
+    voxel_size = float(np.prod(gold_image.header.get_zooms()[:3])) / 1000
+    g, p = np.asarray(truth).astype(bool), np.asarray(prediction).astype(bool)
+    total = g.sum() + p.sum()
+    dice = 1.0 if total == 0 else 2.0 * np.logical_and(g, p).sum() / total
+    g, p = np.asarray(truth).astype(bool), np.asarray(prediction).astype(bool)
+    volume_difference = np.abs(np.sum(g) * voxel_size - np.sum(p) * voxel_size)
+    g, p = np.asarray(truth).astype(bool), np.asarray(prediction).astype(bool)
     return {
         "dice": float(dice),
-        "lesion_f1": 1.0 if tp + fp + fn == 0 else tp / (tp + (fp + fn) / 2),
-        "lesion_count_diff": float(abs(int(truth_labels.max()) - int(pred_labels.max()))),
+        "lesion_f1": _official_lesion_f1(truth, prediction),
+        "lesion_count_diff": float(abs(_clusters(g) - _clusters(p))),
         "abs_volume_diff": float(volume_difference),
     }
 
@@ -496,7 +526,7 @@ def main() -> None:
         (folder / "work").mkdir()
         pairs = isles_mini_pairs(folder / "data", folder / "work")
         row(
-            f"isles22 mini test set, {len(pairs)} cases (files)",
+            f"isles22 mini test set, {len(pairs)} cases 16x16x8 (files)",
             lambda: case_mean([isles_official_case(g, p) for g, p in pairs]),
             lambda: case_mean([dict(score_case(score_job(g, p)).values) for g, p in pairs]),
             args.repeat,
