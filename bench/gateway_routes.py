@@ -3,9 +3,11 @@
 Run: ``.venv/bin/python bench/gateway_routes.py [--calls 100]``. A scripted stand-in
 (``rexmle.llm.standin``) answers on 127.0.0.1; the same short answer is asked ``--calls`` times,
 one at a time on a kept-alive connection, directly from the stand-in and through a real gateway
-(LiteLLM proxy, metering callback writing usage lines), on the OpenAI chat completions route,
-the Anthropic Messages route and the Gemini generateContent route, each plain and streamed.
-Figures: p50/p95 of both and their difference, per route.
+(its direct path for the calls it takes, else the LiteLLM proxy; usage lines written either
+way), on the OpenAI chat completions route,
+the Anthropic Messages route and the Gemini generateContent route, each plain and streamed, and
+Gemini's OpenAI-compatible route (its direct figure: the stand-in's generateContent, which the
+gateway calls for it). Figures: p50/p95 of both and their difference, per route.
 """
 
 from __future__ import annotations
@@ -53,6 +55,9 @@ def routes(token: str, key: str) -> list[tuple[str, str, dict[str, Any], dict, s
         ("gemini streamGenerateContent", stream.format("gemini-3-pro"), GEMINI,
          {"x-goog-api-key": token}, stream.format("gemini-3-pro-preview"), GEMINI,
          {"x-goog-api-key": key}),
+        ("gemini openai-compatible", "/v1beta/openai/chat/completions",
+         {"model": "gemini-3-pro", "messages": HELLO}, {"Authorization": f"Bearer {token}"},
+         gen.format("gemini-3-pro-preview"), GEMINI, {"x-goog-api-key": key}),
     ]  # fmt: skip
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -55,15 +57,14 @@ def upstream(llm_standin: ScriptedUpstream) -> ScriptedUpstream:
     return llm_standin
 
 
-@pytest.fixture(scope="session", params=["direct", "litellm"])
-def llm_gateway(request: pytest.FixtureRequest, llm_standin: ScriptedUpstream) -> Iterator[Gateway]:
-    """A real LiteLLM gateway (its env installed once into the agents cache) in front of the
-    stand-in: ``gw/gpt-5`` (OpenAI API), ``gw/claude`` (Anthropic API), ``gw/gemini-3-pro``
-    (Gemini API); per run 0.01 USD and 3 calls per minute unless a test registers other limits.
-    Twice: with its direct path for OpenAI chat completions (``direct``) and with every call
-    through LiteLLM (``litellm``).
+@contextlib.contextmanager
+def standin_gateway(standin: ScriptedUpstream, *, direct: bool) -> Iterator[Gateway]:
+    """A real LiteLLM gateway (its env installed once into the agents cache) in front of
+    ``standin``: ``gw/gpt-5`` (OpenAI API), ``gw/claude`` (Anthropic API), ``gw/gemini-3-pro``
+    (Gemini API); per run 0.01 USD and 3 calls per minute unless a test registers other limits;
+    with its direct path (``direct``) or every call through LiteLLM.
     """
-    base = llm_standin.base_url
+    base = standin.base_url
     config = parse_llm_config(
         f"""
 providers:
@@ -86,7 +87,7 @@ limits: {{budget_usd: 0.01, max_calls_per_minute: 3}}
     os.environ[STANDIN_KEY_ENV] = STANDIN_KEY
     try:
         gateway = Gateway(config, env=env)
-        gateway.direct_path = request.param == "direct"
+        gateway.direct_path = direct
         with gateway:
             yield gateway
     finally:
@@ -94,3 +95,20 @@ limits: {{budget_usd: 0.01, max_calls_per_minute: 3}}
             os.environ.pop(STANDIN_KEY_ENV, None)
         else:
             os.environ[STANDIN_KEY_ENV] = previous
+
+
+@pytest.fixture(scope="session", params=["direct", "litellm"])
+def llm_gateway(request: pytest.FixtureRequest, llm_standin: ScriptedUpstream) -> Iterator[Gateway]:
+    """The stand-in's gateway (:func:`standin_gateway`), twice: with its direct path
+    (``direct``) and with every call through LiteLLM (``litellm``).
+    """
+    with standin_gateway(llm_standin, direct=request.param == "direct") as gateway:
+        yield gateway
+
+
+@pytest.fixture(scope="session")
+def start_standin_gateway(
+    llm_standin: ScriptedUpstream,
+) -> Callable[..., contextlib.AbstractContextManager[Gateway]]:
+    """:func:`standin_gateway` on the session's stand-in: ``start_standin_gateway(direct=...)``."""
+    return functools.partial(standin_gateway, llm_standin)

@@ -1,9 +1,13 @@
-"""The gateway's direct forwarding of OpenAI chat completions to an OpenAI-API provider (loaded
-by the proxy's guard, not by the harness).
+"""The gateway's direct path: calls forwarded to their provider without LiteLLM (loaded by the
+proxy's guard, not by the harness).
 
-Copied into the gateway's state folder as ``gateway_fast.py``. A call is served here, without
-LiteLLM, only when all of these hold; any other call (and any call the meter refuses, which
-LiteLLM's callback then refuses again, answers and records) goes to LiteLLM unchanged:
+Copied into the gateway's state folder as ``gateway_fast.py``. Each :class:`Route` decides which
+calls it takes: here OpenAI chat completions (:class:`OpenAIChat`), in
+:mod:`rexmle.llm.native_fast` Anthropic Messages and Gemini generateContent. Any other call (and
+any call the meter refuses, which LiteLLM's callback then refuses again, answers and records)
+goes to LiteLLM unchanged.
+
+OpenAI chat completions are served here only when all of these hold:
 
 - ``POST /v1/chat/completions`` (or ``/chat/completions``), not Gemini's rewritten route;
 - a registered run token (``Authorization: Bearer`` or ``x-api-key``);
@@ -14,14 +18,24 @@ LiteLLM's callback then refuses again, answers and records) goes to LiteLLM unch
   passes on as it is for each of its sample values, asked once per alias at start. So nothing
   is dropped, renamed or refused on this path that LiteLLM would drop, rename or refuse.
 
-Such a call is admitted by the run's meter (:meth:`RunMeter.admit`, the same estimate, hold-back
-and its time limit as the callback), sent to the provider's base URL with its key on one
-kept-alive connection pool (a streamed call asks for ``stream_options.include_usage``; the usage
-chunk is passed on only when the agent asked for it), and recorded (:meth:`RunMeter.record`)
-with the same usage line and trajectory entry fields as the callback writes, charged at the
-alias's price. An answer the provider sends without its usage (an OpenAI-compatible server that
-ignores ``include_usage``) is charged :func:`~rexmle.llm.metering.unreported_usage`, never
-nothing, and its line says so (:data:`~rexmle.llm.metering.UNREPORTED`).
+Every call served here is admitted by the run's meter (:meth:`RunMeter.admit`, the same
+estimate, hold-back and its time limit as the callback; a hold-back past the limit is refused
+429), sent to the provider's base URL with its key on one kept-alive connection pool (a
+streamed chat completion asks for ``stream_options.include_usage``; the usage chunk is passed
+on only when the agent asked for it), and recorded (:meth:`RunMeter.record`) with the same
+usage line and trajectory entry fields as the callback writes, charged at the alias's price.
+
+Charging:
+    An answer is charged the usage the provider reported for it: a plain answer's, a stream's
+    final one (the usage chunk, Anthropic's ``message_delta``, Gemini's chunk with a
+    ``finishReason``). An answer without it (an OpenAI-compatible server that ignores
+    ``include_usage``, a stream that ends early) is charged
+    :func:`~rexmle.llm.metering.unreported_usage`, never nothing, and its line says so
+    (:data:`~rexmle.llm.metering.UNREPORTED`). A call that fails or is cancelled before the
+    provider answered costs nothing (status ``error``); one whose answer had begun (the
+    provider answered 200: a stream broken off after its first bytes, a plain body cut short,
+    the agent gone) is an ``error`` charged the same way, its line starting with
+    :data:`BROKEN_OFF` and saying which (:data:`REPORTED` or the estimate's note).
 """
 
 from __future__ import annotations
@@ -32,7 +46,7 @@ import os
 import time
 import uuid
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Protocol
 
 Message = dict[str, Any]
 Receive = Callable[[], Awaitable[Message]]
@@ -102,38 +116,152 @@ def _header(scope: dict[str, Any], name: bytes) -> str:
     return ""
 
 
-class FastPath:
-    """The direct path of one gateway process (see the module docstring)."""
+class Call:
+    """One call the direct path serves: the run's meter, the alias it is charged as, the
+    agent's body, whether it streams, what the estimate reads, and the route's own details.
+    """
 
-    def __init__(self, settings: dict[str, Any], hook: Any, timeout_s: float) -> None:
-        import httpx
+    def __init__(
+        self,
+        meter: Any,
+        alias: str,
+        body: dict[str, Any],
+        *,
+        stream: bool,
+        view: dict[str, Any] | None = None,
+        details: dict[str, Any] | None = None,
+    ) -> None:
+        self.meter = meter
+        self.alias = alias
+        self.body = body
+        self.stream = stream
+        self.view = body if view is None else view
+        self.details = details or {}
 
-        self.hook = hook
-        self.models: dict[str, dict[str, str]] = settings.get("fast_models", {})
-        drop = bool(settings.get("drop_params", True))
-        self.keys = {alias: passthrough_keys(hook.UPSTREAM[alias], drop) for alias in self.models}
-        self.client = httpx.AsyncClient(
-            timeout=httpx.Timeout(timeout_s),
-            limits=httpx.Limits(max_connections=256, max_keepalive_connections=64),
-        )
+
+class Reader(Protocol):
+    """A streamed answer read event by event (one per call)."""
+
+    complete: bool
+    """Whether the event carrying the answer's final usage was seen."""
+
+    def add(self, event: bytes) -> bytes | None:
+        """The event as relayed to the agent (None: not relayed)."""
+        ...
+
+    def usage(self) -> tuple[int, int, int, int] | None:
+        """(tokens in, out, cached, reasoning) the provider reported, or None."""
+        ...
+
+    def answer(self) -> Any:
+        """What the answer said so far (its text counts toward an unreported usage)."""
+        ...
+
+    def response(self) -> Any:
+        """The answer put together (for the trajectory)."""
+        ...
+
+
+class Route(Protocol):
+    """One protocol the direct path serves (:class:`OpenAIChat`,
+    :class:`~rexmle.llm.native_fast.AnthropicMessages`,
+    :class:`~rexmle.llm.native_fast.GeminiGenerate`).
+    """
 
     def accepts(self, scope: dict[str, Any]) -> bool:
         """Whether the request might be served here (route and method; the body decides)."""
-        return (
-            scope.get("method") == "POST" and scope.get("path") in FAST_ROUTES and bool(self.models)
-        )
+        ...
 
-    def _eligible(self, scope: dict[str, Any], raw: bytes) -> tuple[Any, dict[str, Any]] | None:
-        token = _header(scope, b"authorization").removeprefix("Bearer ").strip()
-        token = token or _header(scope, b"x-api-key").strip()
+    def call(self, scope: dict[str, Any], raw: bytes) -> Call | None:
+        """The call, or None when this route does not take it (see the module docstrings)."""
+        ...
+
+    def request(self, call: Call) -> tuple[str, dict[str, str], dict[str, Any]]:
+        """(URL, headers, JSON body) of the upstream request."""
+        ...
+
+    def plain(self, call: Call, response: Any) -> tuple[bytes | None, Any, Any]:
+        """For a plain answer: (its body as relayed, None: unchanged; its usage numbers or
+        None; what it said).
+        """
+        ...
+
+    def reader(self, call: Call) -> Reader:
+        """A reader of the call's streamed answer."""
+        ...
+
+    def trajectory_request(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The trajectory entry's ``request``."""
+        ...
+
+
+class Progress:
+    """How far the upstream's answer got: ``started`` once it answered 200, ``reader`` (its
+    stream) once relaying began.
+    """
+
+    def __init__(self) -> None:
+        self.started = False
+        self.reader: Reader | None = None
+
+
+BROKEN_OFF = "rexmle gateway: the upstream's answer broke off"
+"""The start of the error note of a call whose upstream failed after its answer began."""
+REPORTED = "charged the usage it reported"
+
+
+def token_of(scope: dict[str, Any], *, gemini: bool = False) -> str:
+    """The run token of a request: ``Authorization: Bearer``, ``x-api-key``, and on a Gemini
+    route ``x-goog-api-key`` or ``?key=`` (the order the hook's auth reads them in).
+    """
+    token = _header(scope, b"authorization").removeprefix("Bearer ").strip()
+    token = token or _header(scope, b"x-api-key").strip()
+    if gemini and not token:
+        token = _header(scope, b"x-goog-api-key").strip() or query_of(scope).get("key", "")
+    return token
+
+
+def query_of(scope: dict[str, Any]) -> dict[str, str]:
+    """The request's query parameters (the last value of each)."""
+    from urllib.parse import parse_qsl
+
+    raw = bytes(scope.get("query_string") or b"").decode("latin-1")
+    return dict(parse_qsl(raw, keep_blank_values=True))
+
+
+def json_object(raw: bytes) -> dict[str, Any] | None:
+    """The body as a JSON object, or None."""
+    try:
+        body = json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
+    return body if isinstance(body, dict) else None
+
+
+class OpenAIChat:
+    """Chat completions to an OpenAI-API provider (see the module docstring)."""
+
+    def __init__(self, settings: dict[str, Any], hook: Any) -> None:
+        self.hook = hook
+        fast = settings.get("fast_models", {})
+        self.models: dict[str, dict[str, str]] = {
+            alias: target
+            for alias, target in fast.items()
+            if target.get("api", "openai") == "openai"
+        }
+        drop = bool(settings.get("drop_params", True))
+        self.keys = {alias: passthrough_keys(hook.UPSTREAM[alias], drop) for alias in self.models}
+
+    def accepts(self, scope: dict[str, Any]) -> bool:
+        """Whether the request might be served here (route and method; the body decides)."""
+        return scope.get("path") in FAST_ROUTES and bool(self.models)
+
+    def call(self, scope: dict[str, Any], raw: bytes) -> Call | None:
+        """The call, or None for LiteLLM (see the module docstring)."""
+        token = token_of(scope)
         meter = self.hook.REGISTRY.meter(token) if token else None
-        if meter is None:
-            return None
-        try:
-            body = json.loads(raw)
-        except ValueError:
-            return None
-        if not isinstance(body, dict):
+        body = json_object(raw) if meter is not None else None
+        if body is None:
             return None
         model = body.get("model")
         if not isinstance(model, str) or model not in self.models:
@@ -147,18 +275,115 @@ class FastPath:
         options = body.get("stream_options")
         if options is not None and not isinstance(options, dict):
             return None
-        return meter, body
+        return Call(meter, model, body, stream=bool(body.get("stream")))
+
+    def request(self, call: Call) -> tuple[str, dict[str, str], dict[str, Any]]:
+        """The upstream request: the upstream model, the usage asked for when streamed."""
+        body = call.body
+        target = self.models[call.alias]
+        sent = {**body, "model": self.hook.UPSTREAM[call.alias]}
+        if call.stream:
+            sent["stream_options"] = {**(body.get("stream_options") or {}), "include_usage": True}
+        headers = {"content-type": "application/json", "user-agent": USER_AGENT}
+        key = os.environ.get(target["key_env"] or "", "")
+        if key:
+            headers["authorization"] = f"Bearer {key}"
+        return target["api_base"].rstrip("/") + "/chat/completions", headers, sent
+
+    def plain(self, call: Call, response: Any) -> tuple[bytes | None, Any, Any]:  # noqa: ARG002
+        """The answer unchanged, its ``usage``, its choices."""
+        if not isinstance(response, dict):
+            return None, None, response
+        usage = self.hook._usage_numbers(response) if response.get("usage") else None
+        return None, usage, response.get("choices")
+
+    def reader(self, call: Call) -> Reader:
+        """A reader that passes the usage chunk on only when the agent asked for it."""
+        asked = bool((call.body.get("stream_options") or {}).get("include_usage"))
+        return ChatReader(self.hook, asked)
+
+    def trajectory_request(self, body: dict[str, Any]) -> dict[str, Any]:
+        """``messages`` and the other parameters."""
+        params = {k: v for k, v in body.items() if k not in ("model", "messages")}
+        return {"messages": body.get("messages"), "params": params}
+
+
+class ChatReader:
+    """A streamed chat completion: its chunks assembled, its usage chunk kept."""
+
+    def __init__(self, hook: Any, asked_usage: bool) -> None:
+        self.hook = hook
+        self.asked_usage = asked_usage
+        self.assembled = Assembled()
+        self.usage_chunk: Any = None
+        self.complete = False
+
+    def add(self, event: bytes) -> bytes | None:
+        """The event, or None for a usage chunk the agent did not ask for."""
+        parsed = _event_json(event)
+        if isinstance(parsed, dict) and parsed.get("usage"):
+            self.usage_chunk = parsed
+            self.complete = True
+            if not self.asked_usage and not parsed.get("choices"):
+                return None
+        self.assembled.add(parsed)
+        return event
+
+    def usage(self) -> tuple[int, int, int, int] | None:
+        """The usage chunk's numbers, or None."""
+        if self.usage_chunk is None:
+            return None
+        return self.hook._usage_numbers(self.usage_chunk)  # type: ignore[no-any-return]
+
+    def answer(self) -> Any:
+        """The choices so far."""
+        return self.assembled.response(self.usage_chunk)["choices"]
+
+    def response(self) -> Any:
+        """The chat completion the chunks make up."""
+        return self.assembled.response(self.usage_chunk)
+
+
+class FastPath:
+    """The direct path of one gateway process (see the module docstring)."""
+
+    def __init__(self, settings: dict[str, Any], hook: Any, timeout_s: float) -> None:
+        import httpx
+
+        if __package__:
+            from rexmle.llm import native_fast
+        else:  # loaded from the gateway's state folder
+            import gateway_native_fast as native_fast  # type: ignore[no-redef]
+
+        self.hook = hook
+        self.routes: list[Route] = [OpenAIChat(settings, hook), *native_fast.routes(settings, hook)]
+        self.client = httpx.AsyncClient(
+            timeout=httpx.Timeout(timeout_s),
+            limits=httpx.Limits(max_connections=256, max_keepalive_connections=64),
+        )
+
+    def _route(self, scope: dict[str, Any]) -> Route | None:
+        if scope.get("method") != "POST":
+            return None
+        return next((route for route in self.routes if route.accepts(scope)), None)
+
+    def accepts(self, scope: dict[str, Any]) -> bool:
+        """Whether the request might be served here (route and method; the body decides)."""
+        return self._route(scope) is not None
 
     async def serve(self, scope: dict[str, Any], raw: bytes, send: Send) -> bool:
         """Serve the call here and return True, or return False for LiteLLM to serve it."""
-        found = self._eligible(scope, raw)
-        if found is None:
+        route = self._route(scope)
+        try:
+            call = None if route is None else route.call(scope, raw)
+        except Exception:  # a body no check foresaw: LiteLLM answers it
+            call = None
+        if route is None or call is None:
             return False
-        meter, body = found
+        meter = call.meter
         metering = self.hook.metering
-        alias = body["model"]
-        price = self.hook.PRICES[alias]
-        estimate = metering.estimate_usd(price, body, meter.entry.reserve_output_tokens)
+        price = self.hook.PRICES[call.alias]
+        estimate = metering.estimate_usd(price, call.view, meter.entry.reserve_output_tokens)
         call_id = "fast-" + uuid.uuid4().hex
         deadline = time.monotonic() + self.hook.HOLD_MAX_S
         while True:
@@ -174,7 +399,7 @@ class FastPath:
                         "retry later"
                     )
                     try:
-                        self.hook._refuse(meter, body, 429, message)
+                        self.hook._refuse(meter, {"model": call.alias}, 429, message)
                     except Exception:  # the refusal's HTTP error, answered here
                         await _error(send, 429, message)
                     return True
@@ -183,6 +408,7 @@ class FastPath:
         line: Any = None
         trajectory: dict[str, Any] | None = None
         answered = False
+        progress = Progress()
 
         async def tracked(message: Message) -> None:
             nonlocal answered
@@ -190,137 +416,131 @@ class FastPath:
             await send(message)
 
         try:
-            line, trajectory = await self._forward(alias, body, tracked, started, meter)
+            line, trajectory = await self._forward(route, call, tracked, started, progress)
         except Exception as error:  # no answer, or one broken off: the call is an error
             message = f"rexmle gateway: the upstream call failed: {type(error).__name__}: {error}"
-            line = self._line(alias, "error", started, body, (0, 0, 0, 0), message)
+            line = self._failed(call, started, progress, message)
             if answered:
                 raise
             await _error(send, 502, message)
         finally:
             if line is None:  # cancelled (the agent went away)
                 cancelled = "rexmle gateway: the call was cancelled"
-                line = self._line(alias, "error", started, body, (0, 0, 0, 0), cancelled)
+                line = self._failed(call, started, progress, cancelled)
             meter.record(line, trajectory, call_id=call_id)
         return True
 
     def _line(
         self,
-        alias: str,
+        call: Call,
         status: str,
         started: float,
-        body: dict[str, Any],
         usage: tuple[int, int, int, int],
         error: str | None = None,
     ) -> Any:
         return self.hook.metering.UsageLine.charged(
-            self.hook.PRICES[alias],
+            self.hook.PRICES[call.alias],
             usage,
-            alias=alias,
-            upstream_model=self.hook.UPSTREAM.get(alias, ""),
+            alias=call.alias,
+            upstream_model=self.hook.UPSTREAM.get(call.alias, ""),
             status=status,
             latency_s=round(time.time() - started, 4),
-            stream=bool(body.get("stream")),
+            stream=call.stream,
             dropped_params=[],
             error=error,
         )
 
-    def _trajectory(self, line: Any, body: dict[str, Any], response: Any) -> dict[str, Any]:
-        params = {k: v for k, v in body.items() if k not in ("model", "messages")}
+    def _trajectory(self, route: Route, call: Call, line: Any, response: Any) -> dict[str, Any]:
         return {
             "time": line.time,
             "alias": line.alias,
             "status": line.status,
-            "request": {"messages": body.get("messages"), "params": params},
+            "request": route.trajectory_request(call.body),
             "response": response,
             "error": line.error,
         }
 
-    def _charged(self, alias: str, started: float, body: dict[str, Any], answer: Any,
-                 usage: Any, meter: Any) -> Any:  # fmt: skip
+    def _charged(self, call: Call, started: float, usage: Any, answer: Any) -> Any:
         """The ``ok`` line of an answered call: its reported ``usage``, else the estimate."""
-        if isinstance(usage, dict) and usage.get("usage"):
-            return self._line(alias, "ok", started, body, self.hook._usage_numbers(usage))
-        reserve = meter.entry.reserve_output_tokens
-        numbers = self.hook.metering.unreported_usage(body, answer, reserve)
-        return self._line(alias, "ok", started, body, numbers, self.hook.metering.UNREPORTED)
+        if usage is not None:
+            return self._line(call, "ok", started, usage)
+        reserve = call.meter.entry.reserve_output_tokens
+        numbers = self.hook.metering.unreported_usage(call.view, answer, reserve)
+        return self._line(call, "ok", started, numbers, self.hook.metering.UNREPORTED)
+
+    def _failed(self, call: Call, started: float, progress: Progress, message: str) -> Any:
+        """The ``error`` line of a call that failed or was cancelled: nothing charged before
+        the upstream answered; once its answer began, the usage it reported in full, else the
+        estimate (:func:`~rexmle.llm.metering.unreported_usage`).
+        """
+        if not progress.started:
+            return self._line(call, "error", started, (0, 0, 0, 0), message)
+        reader = progress.reader
+        usage = reader.usage() if reader is not None and reader.complete else None
+        broken = f"{BROKEN_OFF} ({message})"
+        if usage is not None:
+            return self._line(call, "error", started, usage, f"{broken}; {REPORTED}")
+        answer = None if reader is None else reader.answer()
+        reserve = call.meter.entry.reserve_output_tokens
+        numbers = self.hook.metering.unreported_usage(call.view, answer, reserve)
+        note = f"{broken}; {self.hook.metering.UNREPORTED}"
+        return self._line(call, "error", started, numbers, note)
 
     async def _forward(
-        self, alias: str, body: dict[str, Any], send: Send, started: float, meter: Any
+        self, route: Route, call: Call, send: Send, started: float, progress: Progress
     ) -> tuple[Any, dict[str, Any]]:
-        target = self.models[alias]
-        stream = bool(body.get("stream"))
-        asked_usage = bool((body.get("stream_options") or {}).get("include_usage"))
-        sent = {**body, "model": self.hook.UPSTREAM[alias]}
-        if stream:
-            sent["stream_options"] = {**(body.get("stream_options") or {}), "include_usage": True}
-        headers = {"content-type": "application/json", "user-agent": USER_AGENT}
-        key = os.environ.get(target["key_env"] or "", "")
-        if key:
-            headers["authorization"] = f"Bearer {key}"
-        request = self.client.build_request(
-            "POST", target["api_base"].rstrip("/") + "/chat/completions", json=sent, headers=headers
-        )
+        url, headers, sent = route.request(call)
+        request = self.client.build_request("POST", url, json=sent, headers=headers)
         answer = await self.client.send(request, stream=True)
         try:
             out_headers = [(k, v) for k, v in answer.headers.raw if k.lower() in RESPONSE_HEADERS]
-            if not stream or answer.status_code != 200:
+            if answer.status_code != 200:
+                raw = await answer.aread()  # an error may quote the provider's key
+                text = raw.decode("utf-8", errors="replace")
+                raw = self.hook.metering.redact(text, self.hook.SECRETS).encode("utf-8")
+                await _relay(send, answer.status_code, out_headers, raw)
+                error = f"upstream answered {answer.status_code}: {_parsed(raw)}"
+                line = self._line(call, "error", started, (0, 0, 0, 0), error)
+                return line, self._trajectory(route, call, line, _parsed(raw))
+            progress.started = True
+            if not call.stream:
                 raw = await answer.aread()
-                if answer.status_code != 200:  # an error may quote the provider's key
-                    text = raw.decode("utf-8", errors="replace")
-                    raw = self.hook.metering.redact(text, self.hook.SECRETS).encode("utf-8")
-                out_headers.append((b"content-length", str(len(raw)).encode("ascii")))
-                await send(
-                    {
-                        "type": "http.response.start",
-                        "status": answer.status_code,
-                        "headers": out_headers,
-                    }
-                )
-                await send({"type": "http.response.body", "body": raw})
-                try:
-                    response: Any = json.loads(raw)
-                except ValueError:
-                    response = raw.decode("utf-8", errors="replace")
-                if answer.status_code != 200:
-                    error = f"upstream answered {answer.status_code}: {response}"
-                    line = self._line(alias, "error", started, body, (0, 0, 0, 0), error)
-                else:
-                    said = response.get("choices") if isinstance(response, dict) else response
-                    line = self._charged(alias, started, body, said, response, meter)
-                return line, self._trajectory(line, body, response)
+                response = _parsed(raw)
+                relayed, usage, said = route.plain(call, response)
+                await _relay(send, 200, out_headers, raw if relayed is None else relayed)
+                line = self._charged(call, started, usage, said)
+                return line, self._trajectory(route, call, line, response)
             await send({"type": "http.response.start", "status": 200, "headers": out_headers})
-            usage_chunk: Any = None
-            assembled = Assembled()
+            reader = progress.reader = route.reader(call)
             pending = b""
             async for piece in answer.aiter_bytes():
                 pending = (pending + piece).replace(b"\r\n", b"\n")
                 *events, pending = pending.split(b"\n\n")
-                kept = []
-                for event in events:
-                    parsed = _event_json(event)
-                    if isinstance(parsed, dict) and parsed.get("usage"):
-                        usage_chunk = parsed
-                        if not asked_usage and not parsed.get("choices"):
-                            continue
-                    assembled.add(parsed)
-                    kept.append(event + b"\n\n")
+                kept = [b"%s\n\n" % out for out in map(reader.add, events) if out is not None]
                 if kept:
                     await send(
                         {"type": "http.response.body", "body": b"".join(kept), "more_body": True}
                     )
-            last = _event_json(pending)
-            if isinstance(last, dict) and last.get("usage"):
-                usage_chunk = last
-                if not asked_usage and not last.get("choices"):
-                    pending = b""
-            assembled.add(last)
-            await send({"type": "http.response.body", "body": pending, "more_body": False})
-            response = assembled.response(usage_chunk)
-            line = self._charged(alias, started, body, response["choices"], usage_chunk, meter)
-            return line, self._trajectory(line, body, response)
+            tail = reader.add(pending) if pending.strip() else pending
+            await send({"type": "http.response.body", "body": tail or b"", "more_body": False})
+            usage = reader.usage() if reader.complete else None
+            line = self._charged(call, started, usage, reader.answer())
+            return line, self._trajectory(route, call, line, reader.response())
         finally:
             await answer.aclose()
+
+
+async def _relay(send: Send, status: int, headers: list[tuple[bytes, bytes]], raw: bytes) -> None:
+    headers = [*headers, (b"content-length", str(len(raw)).encode("ascii"))]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": raw})
+
+
+def _parsed(raw: bytes) -> Any:
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw.decode("utf-8", errors="replace")
 
 
 class Assembled:

@@ -56,6 +56,7 @@ from rexmle.llm.proxy_config import (
     LAUNCH_MODULE,
     MASTER_KEY_ENV,
     METERING_MODULE,
+    NATIVE_FAST_MODULE,
     NATIVE_MODULE,
     hook_settings,
     litellm_config,
@@ -79,6 +80,7 @@ STATE_MODULES = (
     ("proxy_launch.py", LAUNCH_MODULE),
     ("native_routes.py", NATIVE_MODULE),
     ("fast_path.py", FAST_MODULE),
+    ("native_fast.py", NATIVE_FAST_MODULE),
 )
 """Our modules the proxy loads: (file in this package, module name in the state folder)."""
 TOKEN_PREFIX = "rxg-"

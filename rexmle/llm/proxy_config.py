@@ -22,6 +22,7 @@ GUARD_MODULE = "gateway_guard"
 LAUNCH_MODULE = "gateway_launch"
 NATIVE_MODULE = "gateway_native"
 FAST_MODULE = "gateway_fast"
+NATIVE_FAST_MODULE = "gateway_native_fast"
 MASTER_KEY_ENV = "LITELLM_MASTER_KEY"
 DEPLOYMENT_PREFIX = "rexmle:"
 
@@ -89,8 +90,9 @@ def hook_settings(
 ) -> dict[str, Any]:
     """``gateway.json``: what the callback and the guard read (prices, upstream names,
     deployments, key variables, routes, the bare names served on the native routes, request
-    size limit, and, with ``direct_path``, the aliases of OpenAI-API providers the guard
-    forwards chat completions to itself: :mod:`rexmle.llm.fast_path`).
+    size limit, and, with ``direct_path``, every alias with its provider's protocol, base URL
+    and key variable, for the calls the guard forwards itself: :mod:`rexmle.llm.fast_path`,
+    :mod:`rexmle.llm.native_fast`).
     """
     models = config.aliases()
     protocols = {
@@ -109,10 +111,11 @@ def hook_settings(
         "drop_params": config.drop_params,
         "fast_models": {
             alias: {
+                "api": config.providers[models[alias].provider].api,
                 "api_base": config.providers[models[alias].provider].base_url,
                 "key_env": config.providers[models[alias].provider].key_env,
             }
             for alias in aliases
-            if direct_path and config.providers[models[alias].provider].api == "openai"
+            if direct_path
         },
     }

@@ -23,6 +23,10 @@ uvicorn asks for it, so that the harness can import this module without LiteLLM)
 - On a native route (Anthropic Messages, Gemini) an error answer (a refusal, an upstream error,
   the size limit's 413) is rewritten into that provider's error shape
   (:func:`rexmle.llm.native_routes.reshaped_error`), so the agent's own SDK reads it.
+- A call the direct path takes (OpenAI chat completions, :mod:`rexmle.llm.fast_path`; Anthropic
+  Messages and Gemini generateContent, :mod:`rexmle.llm.native_fast`) is served there, never
+  reaching LiteLLM (the request rewritten from Gemini's OpenAI-compatible route never takes it);
+  every other call reaches LiteLLM with its body as it came.
 """
 
 from __future__ import annotations
@@ -181,7 +185,9 @@ def _native_scope(scope: dict[str, Any]) -> dict[str, Any]:
 
 
 class Direct(Protocol):
-    """A path that serves some calls without ``inner`` (:mod:`rexmle.llm.fast_path`)."""
+    """A path that serves some calls without ``inner`` (:mod:`rexmle.llm.fast_path`,
+    :mod:`rexmle.llm.native_fast`).
+    """
 
     def accepts(self, scope: dict[str, Any]) -> bool:
         """Whether the request might be served directly (its body decides)."""
@@ -243,7 +249,7 @@ def guarded(
                 return
             receive = replay
         marked = any(k.lower() == NATIVE_HEADER for k, _ in scope.get("headers", ()))
-        if direct is not None and protocol == "openai" and not marked and direct.accepts(scope):
+        if direct is not None and not marked and direct.accepts(scope):
             whole = await _buffered(receive, max_request_bytes)
             if whole is None:
                 await _too_large(send, max_request_bytes)

@@ -18,7 +18,8 @@ Endpoints (each also without the ``/v1`` prefix):
 - ``GET /v1/models``: the models requested so far.
 
 Each completion call takes the next :class:`Reply` of the queue (then the ``responder``, then
-the default reply): text, tool calls, token counts, an error status, a delay or a hang. Token
+the default reply): text, tool calls, token counts, an error status, a delay, a hang or a stream
+broken off after some events. Token
 counts not scripted are counted from the request: one token per whitespace-separated word of
 its message texts (input) and of the reply (output). Every request is recorded with its
 headers and JSON body.
@@ -95,6 +96,9 @@ class Reply:
     """Seconds to wait before answering."""
     hang: bool = False
     """Never answer (the connection stays open until the server stops)."""
+    break_after: int | None = None
+    """A streamed answer only: the connection is closed after this many events, the stream
+    unfinished (an upstream that fails mid-stream)."""
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Reply:
@@ -566,7 +570,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         answer = api(reply, body, upstream.ids)
         if body.get("stream"):
-            self._stream(answer.events())
+            self._stream(answer.events(), reply.break_after)
         else:
             self._send_json(200, answer.body_json())
 
@@ -574,7 +578,7 @@ class _Handler(BaseHTTPRequestHandler):
         if verb == "generateContent":
             self._send_json(200, answer.body_json())
         elif self._query().get("alt") == ["sse"]:
-            self._stream(answer.events())
+            self._stream(answer.events(), answer.reply.break_after)
         else:
             self._send_json(200, [chunk for _, chunk in answer.events()])
 
@@ -596,13 +600,18 @@ class _Handler(BaseHTTPRequestHandler):
             },
         )
 
-    def _stream(self, events: Iterator[tuple[str | None, Any]]) -> None:
+    def _stream(
+        self, events: Iterator[tuple[str | None, Any]], break_after: int | None = None
+    ) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
-        for name, payload in events:
+        for index, (name, payload) in enumerate(events):
+            if break_after is not None and index >= break_after:
+                self.close_connection = True  # no last chunk: the stream is broken off
+                return
             data = payload if isinstance(payload, str) else json.dumps(payload)
             text = (f"event: {name}\n" if name else "") + f"data: {data}\n\n"
             encoded = text.encode("utf-8")

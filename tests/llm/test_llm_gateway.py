@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from llm_support import usage_lines
+from llm_support import call, usage_lines
 
 from rexmle.llm.config import Limits
 from rexmle.llm.fast_path import USER_AGENT
@@ -24,15 +24,6 @@ pytestmark = pytest.mark.slow
 STANDIN_KEY = "sk-standin-provider-key-0123456789"  # tests/conftest.py
 CHAT = {"model": "gw/gpt-5", "messages": [{"role": "user", "content": "hello"}]}
 CLAUDE = {"model": "gw/claude", "max_tokens": 64, "messages": CHAT["messages"]}
-
-
-def call(gateway: Gateway, path: str, body: dict[str, Any], headers: dict[str, str]):
-    conn = http.client.HTTPConnection("127.0.0.1", gateway.port, timeout=60)
-    conn.request("POST", path, json.dumps(body), {"Content-Type": "application/json", **headers})
-    response = conn.getresponse()
-    text = response.read().decode()
-    conn.close()
-    return response.status, text
 
 
 def assert_served_by_the_right_path(gateway: Gateway, upstream: Any, calls: int) -> None:

@@ -4,14 +4,12 @@ of the stand-in: served names, metering, refusals in the provider's shape, budge
 
 from __future__ import annotations
 
-import http.client
 import json
 import threading
 from pathlib import Path
-from typing import Any
 
 import pytest
-from llm_support import usage_lines
+from llm_support import call, usage_lines
 
 from rexmle.llm.config import Limits
 from rexmle.llm.gateway import Gateway, RunLink
@@ -24,17 +22,6 @@ HELLO = [{"role": "user", "content": "hello"}]
 GEMINI_BODY = {"contents": [{"role": "user", "parts": [{"text": "hello"}]}]}
 GENERATE = "/v1beta/models/{}:generateContent"
 STREAM = "/v1beta/models/{}:streamGenerateContent?alt=sse"
-
-
-def call(
-    gateway: Gateway, path: str, body: dict[str, Any], headers: dict[str, str]
-) -> tuple[int, str]:
-    conn = http.client.HTTPConnection("127.0.0.1", gateway.port, timeout=60)
-    conn.request("POST", path, json.dumps(body), {"Content-Type": "application/json", **headers})
-    response = conn.getresponse()
-    text = response.read().decode()
-    conn.close()
-    return response.status, text
 
 
 def anthropic(link: RunLink) -> dict[str, str]:

@@ -7,12 +7,12 @@ from __future__ import annotations
 import http.client
 import json
 import threading
-import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from llm_support import usage_lines
 
 from rexmle.llm.config import Limits, parse_llm_config
 from rexmle.llm.environment import install_gateway
@@ -70,15 +70,6 @@ def no_usage_upstream() -> Iterator[str]:
     server.server_close()
 
 
-def lines(path: Path, expected: int) -> list[dict[str, object]]:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if path.is_file() and len(path.read_text().splitlines()) >= expected:
-            break
-        time.sleep(0.05)
-    return [json.loads(x) for x in path.read_text().splitlines()]
-
-
 @pytest.mark.parametrize("direct", [True, False], ids=["direct", "litellm"])
 def test_an_answer_without_usage_is_still_charged(
     no_usage_upstream: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, direct: bool
@@ -108,7 +99,7 @@ limits: {{budget_usd: 1.0, max_calls_per_minute: 100}}
             assert answer.status == 200
             assert b"word299" in answer.read()
             conn.close()
-        found = lines(link.usage_path, 2)
+        found = usage_lines(link, 2)
         gateway.unregister(link)
     assert [line["status"] for line in found] == ["ok", "ok"], found
     for line in found:
