@@ -68,6 +68,7 @@ from typing import Any
 import cc3d
 import nibabel as nib
 import numpy as np
+from grade_3d import one_case
 from panther import alternating_seconds, spread_ms
 from pycocotools.coco import COCO
 from pycocotools.cocoeval import COCOeval
@@ -81,10 +82,8 @@ from rexmle.challenges.puma.submission import Nuclei
 from rexmle.io import write_image
 from rexmle.metrics.points import nuclei_class_counts
 from rexmle.preparation import prepare_task
-from rexmle.tasks.jobs import ScoreCase
 from rexmle.tasks.registry import get_task
 from rexmle.tasks.rows import CaseRow
-from rexmle.tasks.submission import SubmissionCase
 
 Values = dict[str, float]
 
@@ -347,7 +346,6 @@ def puma_ours(cases: Sequence[tuple[Nuclei, Nuclei]], task: Any) -> Values:
 # -------------------------------------------------------------------------------------- ISLES'22
 
 ISLES_SPACING = (1.2, 1.2, 2.0)
-ISLES_COLUMN = "predicted_mask_path"
 
 
 def _ball(shape: tuple[int, ...], centre: Sequence[float], radius: float) -> np.ndarray:
@@ -419,18 +417,6 @@ def isles_official_case(gold: Path, pred: Path) -> Values:
     }
 
 
-def score_job(gold: Path, pred: Path) -> ScoreCase:
-    """The ScoreCase the grader gives ``score_case`` for (gold, pred)."""
-    return ScoreCase(
-        case_id="case",
-        submitted=SubmissionCase("case", {}, {ISLES_COLUMN: pred}),
-        gold=SubmissionCase("case", {}, {ISLES_COLUMN: gold}),
-        public=gold.parent,
-        private=gold.parent,
-        params={},
-    )
-
-
 def case_mean(rows: list[Values]) -> Values:
     """Per-key arithmetic mean over the cases."""
     return {key: statistics.fmean(row[key] for row in rows) for key in rows[0]}
@@ -473,7 +459,7 @@ def row(name: str, official: Callable[[], Values], ours: Callable[[], Values], r
     official_s, ours_s = alternating_seconds(official, ours, repeat)
     ratio = statistics.median(official_s) / statistics.median(ours_s)
     print(
-        f"{name:40s} {spread_ms(official_s):>25s} {spread_ms(ours_s):>25s} {ratio:6.1f}x  "
+        f"{name:48s} {spread_ms(official_s):>25s} {spread_ms(ours_s):>25s} {ratio:6.1f}x  "
         f"{'equal' if same else 'DIFFER'} ({note})",
         flush=True,
     )
@@ -489,7 +475,7 @@ def main() -> None:
         f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
         f"python {platform.python_version()}, load {os.getloadavg()[0]:.2f}"
     )
-    print(f"{'row':40s} {'official ms':>25s} {'ReX-MLE ms':>25s} {'ratio':>7s}  values")
+    print(f"{'row':48s} {'official ms':>25s} {'ReX-MLE ms':>25s} {'ratio':>7s}  values")
 
     images, truth, detections = dentex_inputs()
     n_boxes, n_found = sum(map(len, truth)), sum(map(len, detections))
@@ -520,7 +506,7 @@ def main() -> None:
         row(
             "isles22 one case 192x192x64 (files)",
             lambda: isles_official_case(gold, pred),
-            lambda: dict(score_case(score_job(gold, pred)).values),
+            lambda: dict(score_case(one_case(gold, pred, {})).values),
             args.repeat,
         )
         (folder / "work").mkdir()
@@ -528,7 +514,7 @@ def main() -> None:
         row(
             f"isles22 mini test set, {len(pairs)} cases 16x16x8 (files)",
             lambda: case_mean([isles_official_case(g, p) for g, p in pairs]),
-            lambda: case_mean([dict(score_case(score_job(g, p)).values) for g, p in pairs]),
+            lambda: case_mean([dict(score_case(one_case(g, p, {})).values) for g, p in pairs]),
             args.repeat,
         )
 
