@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import StrEnum
 
 import numpy as np
@@ -17,11 +18,14 @@ from rexmle.metrics.topology import (
 
 __all__ = [
     "DetectionOutcome",
+    "LesionTally",
     "detection_f1",
     "label_detection",
     "lesion_count_difference",
     "lesion_counts",
     "lesion_f1",
+    "lesion_f1_from_counts",
+    "lesion_tally",
 ]
 
 
@@ -54,11 +58,52 @@ def lesion_counts(
         TypeError: an input is not a boolean array.
         ValueError: the shapes differ, or `connectivity` does not fit the dimensionality.
     """
+    tally = lesion_tally(pred, truth, connectivity=connectivity)
+    return tally.tp, tally.fp, tally.fn
+
+
+@dataclass(frozen=True)
+class LesionTally:
+    """The lesion counts of one case (`lesion_tally`).
+
+    Attributes:
+        tp: reference lesions that share a voxel with the prediction.
+        fp: predicted lesions that share no voxel with the reference.
+        fn: reference lesions that share no voxel with the prediction.
+        n_truth: reference lesions (tp + fn).
+        n_pred: predicted lesions (fp + those that touch the reference; not tp + fp when one
+            predicted lesion touches several reference lesions or the other way round).
+    """
+
+    tp: int
+    fp: int
+    fn: int
+    n_truth: int
+    n_pred: int
+
+    @property
+    def count_difference(self) -> int:
+        """`lesion_count_difference`: |n_truth − n_pred|."""
+        return abs(self.n_truth - self.n_pred)
+
+
+def lesion_tally(
+    pred: npt.NDArray[np.bool_],
+    truth: npt.NDArray[np.bool_],
+    *,
+    connectivity: int = 26,
+) -> LesionTally:
+    """`lesion_counts` and both component counts, from one labelling of each mask.
+
+    Raises:
+        TypeError: an input is not a boolean array.
+        ValueError: the shapes differ, or `connectivity` does not fit the dimensionality.
+    """
     check_mask_pair(pred, truth)
     check_connectivity(pred.ndim, connectivity)
     box = union_bounding_box(pred, truth)
     if box is None:
-        return 0, 0, 0
+        return LesionTally(tp=0, fp=0, fn=0, n_truth=0, n_pred=0)
     # every component lies inside the box of the union, so labelling the box is enough
     pred, truth = pred[box], truth[box]
     overlap = pred & truth
@@ -67,7 +112,7 @@ def lesion_counts(
     del truth_labels  # one label volume at a time keeps the peak memory down
     pred_labels, n_pred = connected_components(pred, connectivity=connectivity)
     fp = n_pred - _components_hit(pred_labels, n_pred, overlap)
-    return tp, fp, n_truth - tp
+    return LesionTally(tp=tp, fp=fp, fn=n_truth - tp, n_truth=n_truth, n_pred=n_pred)
 
 
 def _components_hit(labels: np.ndarray, count: int, where: np.ndarray) -> int:
@@ -110,6 +155,14 @@ def lesion_f1(
         ValueError: the shapes differ, or `connectivity` does not fit the dimensionality.
     """
     tp, fp, fn = lesion_counts(pred, truth, connectivity=connectivity)
+    return lesion_f1_from_counts(tp, fp, fn, empty_value=empty_value)
+
+
+def lesion_f1_from_counts(tp: int, fp: int, fn: int, *, empty_value: float = 1.0) -> float:
+    """`lesion_f1` of the counts of `lesion_counts`.
+
+    Definition: TP / (TP + (FP + FN) / 2); `empty_value` when all three are 0.
+    """
     if tp + fp + fn == 0:
         return float(empty_value)
     return tp / (tp + (fp + fn) / 2)

@@ -164,3 +164,17 @@ def test_affine_mismatch_is_only_a_warning(dirs, tmp_path) -> None:
     result = validate_submission(TASK, folder, data_dir=dirs.root.parent)
     assert result.valid
     assert any("affine differs" in w and "sub-strokecase0009" in w for w in result.warnings)
+
+
+def test_voxel_volume_is_the_official_float32_product_of_the_header_zooms(tmp_path) -> None:
+    from rexmle.challenges.isles22.metrics import voxel_volume_ml
+
+    # 1.2 x 1.2 x 2.0 mm: the product of the float32 zooms is not the float64 product
+    path = tmp_path / "gt.nii.gz"
+    image = nib.Nifti1Image(np.zeros((4, 4, 4), np.uint8), np.diag([1.2, 1.2, 2.0, 1.0]))
+    nib.save(image, str(path))
+    zooms = nib.load(str(path)).header.get_zooms()[:3]
+    official = float(np.prod(zooms)) / 1000  # eval_utils: np.prod of the header's float32 zooms
+    ours = voxel_volume_ml(read_image(path).spacing_mm)
+    assert ours == official
+    assert ours != np.prod([float(z) for z in zooms]) / 1000  # a float64 product differs

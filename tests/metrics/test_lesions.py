@@ -11,6 +11,8 @@ from rexmle.metrics.lesions import (
     lesion_count_difference,
     lesion_counts,
     lesion_f1,
+    lesion_f1_from_counts,
+    lesion_tally,
 )
 
 masks = arrays(np.bool_, (5, 4, 4))
@@ -127,3 +129,20 @@ def test_detection_f1_by_hand():
     assert detection_f1(0, 0, 0) == 0.0  # official: a label never seen scores 0
     with pytest.raises(ValueError, match=">= 0"):
         detection_f1(-1, 0, 0)
+
+
+def test_lesion_tally_counts_components_not_hits():
+    # one predicted lesion bridges two reference lesions: 2 TP, yet 1 predicted lesion
+    truth = np.zeros((6, 6, 12), dtype=bool)
+    truth[1:3, 1:3, 1:3] = True
+    truth[1:3, 1:3, 8:10] = True
+    pred = np.zeros_like(truth)
+    pred[1:3, 1:3, 1:10] = True
+    tally = lesion_tally(pred, truth, connectivity=26)
+    assert (
+        (tally.tp, tally.fp, tally.fn) == lesion_counts(pred, truth, connectivity=26) == (2, 0, 0)
+    )
+    assert (tally.n_truth, tally.n_pred) == (2, 1)
+    assert tally.count_difference == lesion_count_difference(pred, truth) == 1
+    assert lesion_f1_from_counts(tally.tp, tally.fp, tally.fn) == lesion_f1(pred, truth) == 1.0
+    assert lesion_f1_from_counts(0, 0, 0, empty_value=0.5) == 0.5
