@@ -235,6 +235,28 @@ def gemini_marked(scope: dict[str, Any]) -> bool:
     return _header(scope, native.NATIVE_HEADER.encode("ascii")) == "gemini"
 
 
+def metered_body(hook: Any, scope: dict[str, Any], raw: bytes) -> tuple[Any, dict[str, Any]] | None:
+    """(the run's meter, the body as a JSON object) of a request with a registered run token
+    (:func:`token_of`), or None.
+    """
+    token = token_of(scope)
+    meter = hook.REGISTRY.meter(token) if token else None
+    body = json_object(raw) if meter is not None else None
+    return None if body is None else (meter, body)
+
+
+def chat_shaped(body: dict[str, Any]) -> bool:
+    """Whether a chat completions body has a ``messages`` list, a boolean ``stream`` if any and
+    an object ``stream_options`` if any.
+    """
+    options = body.get("stream_options")
+    return (
+        isinstance(body.get("messages"), list)
+        and isinstance(body.get("stream", False), bool)
+        and (options is None or isinstance(options, dict))
+    )
+
+
 def query_of(scope: dict[str, Any]) -> dict[str, str]:
     """The request's query parameters (the last value of each)."""
     from urllib.parse import parse_qsl
@@ -272,22 +294,14 @@ class OpenAIChat:
 
     def call(self, scope: dict[str, Any], raw: bytes) -> Call | None:
         """The call, or None for LiteLLM (see the module docstring)."""
-        token = token_of(scope)
-        meter = self.hook.REGISTRY.meter(token) if token else None
-        body = json_object(raw) if meter is not None else None
-        if body is None:
+        found = metered_body(self.hook, scope, raw)
+        if found is None:
             return None
+        meter, body = found
         model = body.get("model")
         if not isinstance(model, str) or model not in self.models:
             return None
-        if not set(body) <= self.keys[model]:
-            return None
-        if not isinstance(body.get("messages"), list):
-            return None
-        if not isinstance(body.get("stream", False), bool):
-            return None
-        options = body.get("stream_options")
-        if options is not None and not isinstance(options, dict):
+        if not set(body) <= self.keys[model] or not chat_shaped(body):
             return None
         return Call(meter, model, body, stream=bool(body.get("stream")))
 

@@ -307,13 +307,14 @@ class AnthropicMessages:
 
     def call(self, scope: dict[str, Any], raw: bytes) -> fast.Call | None:
         """The call, or None for LiteLLM (see the module docstring)."""
-        if fast._header(scope, b"anthropic-beta"):
+        found = (
+            None
+            if fast._header(scope, b"anthropic-beta")
+            else fast.metered_body(self.hook, scope, raw)
+        )
+        if found is None:
             return None
-        token = fast.token_of(scope)
-        meter = self.hook.REGISTRY.meter(token) if token else None
-        body = fast.json_object(raw) if meter is not None else None
-        if body is None:
-            return None
+        meter, body = found
         hook = self.hook
         alias = native.served_alias(body.get("model"), "anthropic", hook.PRICES, hook.NATIVE_NAMES)
         if alias not in self.models or not anthropic_body_kept(body, self.keys[alias]):
@@ -632,19 +633,13 @@ class GeminiOpenAI:
 
     def call(self, scope: dict[str, Any], raw: bytes) -> fast.Call | None:
         """The call, or None for LiteLLM (see the module docstring)."""
-        token = fast.token_of(scope)
-        meter = self.hook.REGISTRY.meter(token) if token else None
-        body = fast.json_object(raw) if meter is not None else None
-        if body is None:
+        found = fast.metered_body(self.hook, scope, raw)
+        if found is None:
             return None
+        meter, body = found
         hook = self.hook
         alias = native.served_alias(body.get("model"), "gemini", hook.PRICES, hook.NATIVE_NAMES)
-        if alias not in self.models or not isinstance(body.get("messages"), list):
-            return None
-        if not isinstance(body.get("stream", False), bool):
-            return None
-        options = body.get("stream_options")
-        if options is not None and not isinstance(options, dict):
+        if alias not in self.models or not fast.chat_shaped(body):
             return None
         return fast.Call(meter, alias, body, stream=bool(body.get("stream")))
 

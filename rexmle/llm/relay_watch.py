@@ -26,8 +26,8 @@ from collections import OrderedDict
 
 CALL_ID_HEADER = b"x-litellm-call-id"
 """The header LiteLLM takes its call id from (the guard sets it on every request)."""
-RELAYED_MAX_BYTES = 8 << 20
-FINISHED_KEPT = 256
+RELAYED_MAX_BYTES = 4 << 20
+FINISHED_KEPT = 32
 CUT_SHORT = (
     "Response payload is not completed",  # aiohttp's ClientPayloadError
     "incomplete chunked read",  # httpx / h11

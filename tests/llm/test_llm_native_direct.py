@@ -52,6 +52,34 @@ def google(link: RunLink) -> dict[str, str]:
     return {"x-goog-api-key": link.token}
 
 
+def bearer(link: RunLink) -> dict[str, str]:
+    return {"Authorization": f"Bearer {link.token}"}
+
+
+def on_both(
+    twins: tuple[Gateway, Gateway], upstream: ScriptedUpstream, tmp_path: Any, name: str,
+    reply: Reply, path: str, body: dict[str, Any], headers: Any,
+) -> list[tuple[str, Any, dict[str, Any], list[dict[str, Any]]]]:  # fmt: skip
+    """One call answered ``reply`` through each gateway (direct path first): (answer text,
+    upstream request, usage line, trajectory entries) per gateway.
+    """
+    seen = []
+    for gateway in twins:
+        folder = tmp_path / str(gateway.direct_path)
+        folder.mkdir()
+        link = gateway.register(name, folder, limits=LIMITS)
+        upstream.reset()
+        upstream.push(reply)
+        status, text = call(gateway, path, body, headers(link))
+        assert status == 200, text
+        (request,) = upstream.completion_requests()
+        assert served_directly(request) == gateway.direct_path
+        (line,) = usage_lines(link, 1)
+        seen.append((text, request, line, trajectory(link)))
+        gateway.unregister(link)
+    return seen
+
+
 def served_directly(request: Any) -> bool:
     return request.headers.get("user-agent") == USER_AGENT
 
@@ -111,23 +139,8 @@ def test_the_direct_path_sends_and_charges_what_litellm_does(
 ):
     reply = Reply(text="the same answer from both paths", input_tokens=300, cached_tokens=120,
                   output_tokens=40, reasoning_tokens=10 if protocol == "gemini" else 0)  # fmt: skip
-    answers, sent, lines, entries = [], [], [], []
-    for gateway in twins:
-        folder = tmp_path / str(gateway.direct_path)
-        folder.mkdir()
-        link = gateway.register(name, folder, limits=LIMITS)
-        upstream.reset()
-        upstream.push(reply)
-        status, text = call(gateway, path, body, headers(link))
-        assert status == 200, text
-        answers.append(text)
-        (request,) = upstream.completion_requests()
-        assert served_directly(request) == gateway.direct_path
-        sent.append(request)
-        (line,) = usage_lines(link, 1)
-        lines.append(line)
-        entries.append(trajectory(link))
-        gateway.unregister(link)
+    (answers, sent, lines, entries) = zip(*on_both(twins, upstream, tmp_path, name, reply, path,
+                                                   body, headers), strict=True)  # fmt: skip
     direct, via = sent
     assert (direct.path, direct.body) == (via.path, via.body)
     for header in ("anthropic-version", "x-api-key", "x-goog-api-key", "anthropic-beta"):
@@ -179,30 +192,15 @@ def test_geminis_openai_compatible_route_goes_to_googles_endpoint_charged_as_lit
     streamed = bool(body.get("stream"))
     reply = Reply(text="the same answer from both paths", input_tokens=300, cached_tokens=120,
                   output_tokens=40)  # fmt: skip
-    answers, lines, entries = [], [], []
-    for gateway in twins:
-        folder = tmp_path / str(gateway.direct_path)
-        folder.mkdir()
-        link = gateway.register(name, folder, limits=LIMITS)
-        upstream.reset()
-        upstream.push(reply)
-        status, text = call(gateway, COMPAT, body, {"Authorization": f"Bearer {link.token}"})
-        assert status == 200, text
-        answers.append(compat_text(text, streamed))
-        (request,) = upstream.completion_requests()
-        assert served_directly(request) == gateway.direct_path
-        if gateway.direct_path:  # the body as the agent sent it, to Google's endpoint
-            assert request.path == COMPAT
-            expected = {**body, "model": "gemini-3-pro-preview"}
-            if streamed:
-                expected["stream_options"] = {**body.get("stream_options", {}),
-                                              "include_usage": True}  # fmt: skip
-            assert request.body == expected
-            assert request.headers["authorization"] == f"Bearer {STANDIN_KEY}"
-        (line,) = usage_lines(link, 1)
-        lines.append(line)
-        entries.append(trajectory(link))
-        gateway.unregister(link)
+    texts, (request, _), lines, entries = zip(*on_both(twins, upstream, tmp_path, name, reply,
+                                                       COMPAT, body, bearer), strict=True)  # fmt: skip
+    answers = [compat_text(text, streamed) for text in texts]
+    assert request.path == COMPAT  # the body as the agent sent it, to Google's endpoint
+    expected = {**body, "model": "gemini-3-pro-preview"}
+    if streamed:
+        expected["stream_options"] = {**body.get("stream_options", {}), "include_usage": True}
+    assert request.body == expected
+    assert request.headers["authorization"] == f"Bearer {STANDIN_KEY}"
     assert answers[0][0] == answers[1][0] == reply.text
     asked = bool(body.get("stream_options")) or not streamed
     assert bool(answers[0][1]) == asked  # the usage chunk only when the agent asked for it
