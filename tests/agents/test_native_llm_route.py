@@ -194,7 +194,11 @@ def test_the_aide_gemini_launcher_sends_aides_gemini_calls_to_the_gateway(
     assert done.returncode == 0, done.stderr
     assert "ANSWER from gemini" in done.stdout
     (sent,) = upstream.completion_requests()
-    assert sent.path == "/v1beta/models/gemini-3-pro-preview:generateContent"
+    if llm_gateway.direct_path:  # to Google's OpenAI-compatible endpoint, as AIDE calls it
+        assert sent.path == "/v1beta/openai/chat/completions"
+        assert sent.body["model"] == "gemini-3-pro-preview"
+    else:  # translated by LiteLLM
+        assert sent.path == "/v1beta/models/gemini-3-pro-preview:generateContent"
     totals = link.totals()
     assert (totals.calls, totals.tokens_in, totals.tokens_out) == (1, 12, 3)
     # 12 * 2 + 3 * 12 = 60 per 1M
