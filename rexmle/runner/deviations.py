@@ -185,6 +185,22 @@ def _routes(facts: RunFacts) -> str:
     )
 
 
+def _gemini_translated_by_litellm(facts: RunFacts) -> list[str]:
+    """AIDE's Gemini models on its native back-end when the gateway has LiteLLM translate
+    Google's OpenAI-compatible route into ``generateContent`` (``gemini_openai_route:
+    litellm``); the real back-end calls Google's OpenAI-compatible endpoint itself.
+    """
+    llm = facts.config.agent.llm
+    config = facts.llm_config or _built_in_llm_config()
+    if llm is None or llm.adapter != "aide" or config.gemini_openai_route != "litellm":
+        return []
+    return [
+        model
+        for model, api in _models_by_api(facts).items()
+        if api == "gemini" and native_backend(model, llm.llm_route) == "gemini"
+    ]
+
+
 def _openai_models(facts: RunFacts) -> list[str]:
     return [model for model, api in _models_by_api(facts).items() if api == "openai"]
 
@@ -263,6 +279,19 @@ DEVIATIONS: tuple[Deviation, ...] = (
         "agent's one OpenAI-compatible path; the paper conditions set native for AIDE and "
         "ML-Master, and R&D-Agent's adapter has no native route",
         applies=lambda facts: bool(_translated(facts)),
+    ),
+    Deviation(
+        id="gemini-openai-translated",
+        item="Gemini's OpenAI-compatible endpoint",
+        study="AIDE's Gemini back-end sends OpenAI chat completions to Google's "
+        "OpenAI-compatible endpoint",
+        ours=lambda facts: (
+            f"{', '.join(_gemini_translated_by_litellm(facts))}: the gateway's LiteLLM "
+            "translates those calls into generateContent (gemini_openai_route: litellm)"
+        ),
+        why="the LLM config asks for LiteLLM's translation; the default (google) forwards the "
+        "calls to Google's own OpenAI-compatible endpoint unchanged",
+        applies=lambda facts: bool(_gemini_translated_by_litellm(facts)),
     ),
     Deviation(
         id="openai-endpoint",

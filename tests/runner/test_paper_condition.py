@@ -296,6 +296,23 @@ def test_the_openai_endpoint_deviation_names_the_configured_provider():
                      "openai-endpoint") is None  # fmt: skip
 
 
+def test_gemini_translated_by_litellm_is_stated_for_aide_only_under_that_setting():
+    aide = only(jobs_of("paper-grid", "paper"), "aide-gemini-3-pro")
+    assert deviation(aide, "gemini-openai-translated") is None  # the default: Google's endpoint
+    llm = load_llm_config()
+    translated = llm.model_copy(update={"gemini_openai_route": "litellm"})
+    record = deviation(aide, "gemini-openai-translated", translated)
+    assert record is not None
+    assert record.ours.startswith("gemini-3-pro: the gateway's LiteLLM translates")
+    # ML-Master's Gemini back-end calls generateContent itself: nothing to state
+    master = only(jobs_of("paper-grid", "paper"), "ml-master-gemini-3-pro")
+    assert deviation(master, "gemini-openai-translated", translated) is None
+    # AIDE on the OpenAI-style route: that is the llm-routes item, not this one
+    spec = aide.config.agent.with_overrides(llm_route="openai")
+    openai = RunJob(aide.config.model_copy(update={"agent": spec}), aide.group, aide.folder)
+    assert deviation(openai, "gemini-openai-translated", translated) is None
+
+
 def dry_run(*args: str, runs: Path) -> str:
     result = CliRunner().invoke(app, ["run", *args, "--dry-run", "--runs-dir", str(runs)])
     assert result.exit_code == 0, result.output
