@@ -17,8 +17,10 @@ OpenAI chat completions are served here only when all of these hold:
   (``gateway.json``'s ``fast_models``), and whose keys are all forwarded by LiteLLM unchanged
   for that alias's model: :data:`PASSTHROUGH_KEYS`, and each parameter of :data:`PROBES` that
   LiteLLM's own parameter mapping (``get_optional_params``, with the config's ``drop_params``)
-  passes on as it is for each of its sample values, asked once per alias at start. So nothing
-  is dropped, renamed or refused on this path that LiteLLM would drop, rename or refuse.
+  passes on as it is for each of its sample values, asked once per alias at start; a parameter
+  it passes on only at some of them (gpt-5's ``temperature``: 1 is sent, 0.3 dropped) is taken
+  at exactly those values, of the same type (:func:`passthrough_values`). So nothing is
+  dropped, renamed or refused on this path that LiteLLM would drop, rename or refuse.
 
 Every call served here is admitted by the run's meter (:meth:`RunMeter.admit`, the same
 estimate, hold-back and its time limit as the callback; a hold-back past the limit is refused
@@ -66,7 +68,7 @@ TOOL = {"type": "function", "function": {"name": "f", "parameters": {"type": "ob
 PROBES: dict[str, tuple[Any, ...]] = {
     "max_tokens": (7, 4096),
     "max_completion_tokens": (7, 4096),
-    "temperature": (0.3, 1.0),
+    "temperature": (0.3, 1.0, 1),
     "top_p": (0.5, 1.0),
     "tools": ([TOOL],),
     "tool_choice": ("auto", "required", "none"),
@@ -85,14 +87,16 @@ PROBE_NOISE = frozenset({"stream", "extra_body"})
 """Keys LiteLLM's mapping always adds (``stream: False``, an empty ``extra_body``)."""
 
 
-def passthrough_keys(upstream: str, drop_params: bool) -> frozenset[str]:
-    """The body keys LiteLLM forwards unchanged to an OpenAI-API provider's ``upstream``
-    model (see the module docstring).
+def _probed(upstream: str, drop_params: bool) -> dict[str, list[tuple[Any, bool]]]:
+    """Per parameter of :data:`PROBES`, each sample value and whether LiteLLM's own mapping
+    forwards it unchanged to an OpenAI-API provider's ``upstream`` model (a refusal counts as
+    changed).
     """
     from litellm.utils import get_optional_params
 
-    kept = set(PASSTHROUGH_KEYS)
+    found: dict[str, list[tuple[Any, bool]]] = {}
     for name, samples in PROBES.items():
+        found[name] = []
         for sample in samples:
             try:
                 mapped = get_optional_params(
@@ -102,13 +106,37 @@ def passthrough_keys(upstream: str, drop_params: bool) -> frozenset[str]:
                     **{name: sample},
                 )
             except Exception:  # LiteLLM refuses it: the call goes to LiteLLM
-                break
+                found[name].append((sample, False))
+                continue
             shown = {k: v for k, v in mapped.items() if k not in PROBE_NOISE or v}
-            if shown != {name: sample}:
-                break
-        else:
-            kept.add(name)
-    return frozenset(kept)
+            found[name].append((sample, shown == {name: sample}))
+    return found
+
+
+def passthrough_keys(upstream: str, drop_params: bool) -> frozenset[str]:
+    """The body keys LiteLLM forwards unchanged, whatever their value, to an OpenAI-API
+    provider's ``upstream`` model (see the module docstring).
+    """
+    probed = _probed(upstream, drop_params)
+    kept = {name for name, results in probed.items() if all(ok for _, ok in results)}
+    return frozenset(PASSTHROUGH_KEYS | kept)
+
+
+def passthrough_values(upstream: str, drop_params: bool) -> dict[str, tuple[Any, ...]]:
+    """For the parameters LiteLLM forwards unchanged only at some values (``temperature`` of
+    gpt-5: 1 is sent, 0.3 dropped), the sample values it forwards unchanged.
+    """
+    probed = _probed(upstream, drop_params)
+    return {
+        name: tuple(sample for sample, ok in results if ok)
+        for name, results in probed.items()
+        if any(ok for _, ok in results) and not all(ok for _, ok in results)
+    }
+
+
+def _probed_value(value: Any, samples: tuple[Any, ...]) -> bool:
+    """Whether ``value`` is one of ``samples``, of the same type (``True`` is not ``1``)."""
+    return any(type(value) is type(sample) and value == sample for sample in samples)
 
 
 RESPONSE_HEADERS = frozenset({b"content-type"})
@@ -287,6 +315,9 @@ class OpenAIChat:
         }
         drop = bool(settings.get("drop_params", True))
         self.keys = {alias: passthrough_keys(hook.UPSTREAM[alias], drop) for alias in self.models}
+        self.values = {
+            alias: passthrough_values(hook.UPSTREAM[alias], drop) for alias in self.models
+        }
 
     def accepts(self, scope: dict[str, Any]) -> bool:
         """Whether the request might be served here (route and method; the body decides)."""
@@ -301,7 +332,11 @@ class OpenAIChat:
         model = body.get("model")
         if not isinstance(model, str) or model not in self.models:
             return None
-        if not set(body) <= self.keys[model] or not chat_shaped(body):
+        keys, values = self.keys[model], self.values[model]
+        for key in set(body) - keys:
+            if key not in values or not _probed_value(body[key], values[key]):
+                return None
+        if not chat_shaped(body):
             return None
         return Call(meter, model, body, stream=bool(body.get("stream")))
 

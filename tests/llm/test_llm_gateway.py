@@ -143,6 +143,23 @@ def test_parameters_litellm_maps_for_the_model_are_mapped_and_logged(llm_gateway
     assert "temperature" in usage_lines(link, 1)[0]["dropped_params"]
 
 
+def test_a_value_litellm_forwards_unchanged_takes_the_direct_path(llm_gateway, upstream, link):
+    # gpt-5's temperature: LiteLLM sends 1 and 1.0 as they are and drops any other value, so
+    # the direct path takes exactly those (True is not 1: LiteLLM decides that one)
+    for value in (1.0, 1, True, 0.5):
+        status, text = call(
+            llm_gateway, "/v1/chat/completions", {**CHAT, "temperature": value}, bearer(link)
+        )
+        assert status == 200, text
+    sent = upstream.completion_requests()
+    direct = [r.headers.get("user-agent") == USER_AGENT for r in sent]
+    assert direct == [llm_gateway.direct_path] * 2 + [False] * 2
+    assert [type(r.body.get("temperature")) for r in sent[:2]] == [float, int]
+    assert "temperature" not in sent[3].body
+    lines = usage_lines(link, 4)
+    assert [x["dropped_params"] for x in lines[:2]] == [[], []]
+
+
 def test_responses_api_plain_and_streamed(llm_gateway, upstream, link):
     reply = Reply(text="resp", input_tokens=30, output_tokens=10, reasoning_tokens=4)
     upstream.push(reply, reply)
