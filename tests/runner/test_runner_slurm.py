@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from importlib import resources
 from pathlib import Path
 
 import pytest
@@ -104,7 +105,10 @@ def test_the_whole_run_settings_reach_the_node_with_a_copy_of_the_llm_config(tmp
     sbatch.write_text("#!/bin/sh\necho 4242\n", encoding="utf-8")  # answers like sbatch
     sbatch.chmod(0o755)
     llm_config = tmp_path / "my-llm.yaml"
-    llm_config.write_text("models: {}\n", encoding="utf-8")
+    # a valid config (run.json records a field of it), marked so that its copy can be told apart
+    submitted = resources.files("rexmle.llm").joinpath("default_llm.yaml").read_text("utf-8")
+    submitted += "\n# as submitted\n"
+    llm_config.write_text(submitted, encoding="utf-8")
     run = RunSettings(
         data_dir=tmp_path / "data",
         runs_dir=tmp_path / "runs",
@@ -135,7 +139,7 @@ def test_the_whole_run_settings_reach_the_node_with_a_copy_of_the_llm_config(tmp
     assert node_settings == run.model_copy(update={"llm_config": copy})  # every field, whole
     assert copy.read_bytes() == llm_config.read_bytes()
     llm_config.write_text("models: {changed: 1}\n", encoding="utf-8")  # edits after submission
-    assert copy.read_text(encoding="utf-8") == "models: {}\n"  # do not reach the job
+    assert copy.read_text(encoding="utf-8") == submitted  # do not reach the job
     assert node_job.config == job.config
     assert node_job.folder == job.folder
     recorded = node_settings.recorded()
