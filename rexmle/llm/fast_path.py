@@ -19,7 +19,7 @@ OpenAI chat completions are served here only when all of these hold:
   LiteLLM's own parameter mapping (``get_optional_params``, with the config's ``drop_params``)
   passes on as it is for each of its sample values, asked once per alias at start; a parameter
   it passes on only at some of them (gpt-5's ``temperature``: 1 is sent, 0.3 dropped) is taken
-  at exactly those values, of the same type (:func:`passthrough_values`). So nothing is
+  at exactly those values, of the same type (:func:`passthrough`). So nothing is
   dropped, renamed or refused on this path that LiteLLM would drop, rename or refuse.
 
 Every call served here is admitted by the run's meter (:meth:`RunMeter.admit`, the same
@@ -113,25 +113,22 @@ def _probed(upstream: str, drop_params: bool) -> dict[str, list[tuple[Any, bool]
     return found
 
 
-def passthrough_keys(upstream: str, drop_params: bool) -> frozenset[str]:
-    """The body keys LiteLLM forwards unchanged, whatever their value, to an OpenAI-API
-    provider's ``upstream`` model (see the module docstring).
+def passthrough(
+    upstream: str, drop_params: bool
+) -> tuple[frozenset[str], dict[str, tuple[Any, ...]]]:
+    """What LiteLLM forwards unchanged to an OpenAI-API provider's ``upstream`` model (see the
+    module docstring), from one probe: the body keys it forwards at every value, and for the
+    parameters it forwards unchanged only at some values (``temperature`` of gpt-5: 1 is sent,
+    0.3 dropped), those sample values.
     """
     probed = _probed(upstream, drop_params)
     kept = {name for name, results in probed.items() if all(ok for _, ok in results)}
-    return frozenset(PASSTHROUGH_KEYS | kept)
-
-
-def passthrough_values(upstream: str, drop_params: bool) -> dict[str, tuple[Any, ...]]:
-    """For the parameters LiteLLM forwards unchanged only at some values (``temperature`` of
-    gpt-5: 1 is sent, 0.3 dropped), the sample values it forwards unchanged.
-    """
-    probed = _probed(upstream, drop_params)
-    return {
+    values = {
         name: tuple(sample for sample, ok in results if ok)
         for name, results in probed.items()
-        if any(ok for _, ok in results) and not all(ok for _, ok in results)
+        if name not in kept and any(ok for _, ok in results)
     }
+    return frozenset(PASSTHROUGH_KEYS | kept), values
 
 
 def _probed_value(value: Any, samples: tuple[Any, ...]) -> bool:
@@ -314,10 +311,9 @@ class OpenAIChat:
             if target.get("api", "openai") == "openai"
         }
         drop = bool(settings.get("drop_params", True))
-        self.keys = {alias: passthrough_keys(hook.UPSTREAM[alias], drop) for alias in self.models}
-        self.values = {
-            alias: passthrough_values(hook.UPSTREAM[alias], drop) for alias in self.models
-        }
+        probed = {alias: passthrough(hook.UPSTREAM[alias], drop) for alias in self.models}
+        self.keys = {alias: keys for alias, (keys, _) in probed.items()}
+        self.values = {alias: values for alias, (_, values) in probed.items()}
 
     def accepts(self, scope: dict[str, Any]) -> bool:
         """Whether the request might be served here (route and method; the body decides)."""

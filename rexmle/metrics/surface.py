@@ -216,12 +216,24 @@ def _nearest_distances_mm(
             continue
         sources = points[query]
         found = _nearest_in_window_mm(sources, target_mask, spacing)
-        far = np.isinf(found)
-        if far.any():
-            nearest = nearest_indices(targets * spacing, sources[far] * spacing)
-            found[far] = _exact_offsets_mm(targets[nearest] - sources[far], spacing)
+        _fill_from_tree(found, sources, targets, spacing)
         distances[query] = found
     return a_distances, b_distances
+
+
+def _fill_from_tree(
+    found: npt.NDArray[np.float64],
+    sources: np.ndarray,
+    targets: np.ndarray,
+    spacing: npt.NDArray[np.float64],
+) -> None:
+    """Set ``found`` where it is inf: the distance of each such source to its nearest target
+    (k-d tree), from the index offset with scipy's arithmetic (`_exact_offsets_mm`).
+    """
+    far = np.isinf(found)
+    if far.any():
+        index = nearest_indices(targets * spacing, sources[far] * spacing)
+        found[far] = _exact_offsets_mm(targets[index] - sources[far], spacing)
 
 
 def _nearest_in_window_mm(
@@ -728,10 +740,7 @@ def _surfel_nearest_mm(
         found = _nearest_in_wide_window_mm(sources, target, spacing)
     else:
         found = np.full(len(sources), np.inf)
-    far = np.isinf(found)
-    if far.any():
-        index = nearest_indices(target_points * spacing, sources[far] * spacing)
-        found[far] = _exact_offsets_mm(target_points[index] - sources[far], spacing)
+    _fill_from_tree(found, sources, target_points, spacing)
     distances[off] = found
     return distances
 
