@@ -758,6 +758,18 @@ _WINDOW_STEP_NS = 8000
 _WINDOW_LOOKUP_NS = 3
 """Cost of one window lookup of one open point, in ns (measured)."""
 
+_WINDOW_BLOCK_NS = 16000
+"""Fixed cost of trying one block of offsets of the window, in ns (measured, bench/panther.py)."""
+
+_WINDOW_BLOCK_MIN = 8
+"""Fewest offsets in a block; with fewer, offsets are tried one at a time."""
+
+_WINDOW_BLOCK_LOOKUPS = 32768
+"""Lookups per block of offsets: a block is tried once fewer than half this many points are open
+(measured, bench/panther.py: blocks pay off on a few thousand open points and not on tens of
+thousands, where the fixed cost of an offset is small against its lookups).
+"""
+
 _TREE_QUERY_NS = 2000
 """Cost of one k-d tree query of a point near the other surface, in ns (measured)."""
 
@@ -798,16 +810,19 @@ def _nearest_in_wide_window_mm(
     """Distance to the nearest True of `target` among the wide window's offsets of each source
     (`_window_offsets`), where that is the nearest of all; inf elsewhere.
 
-    Offsets are tried in increasing distance, so the first hit is the nearest. The search stops
-    early (the rest stay inf, for the k-d tree) once a run of `_WINDOW_RUN` offsets cost more
-    (a fixed cost per offset and a lookup per open point) than the tree queries of the points
-    it resolved would have.
+    Offsets are tried in increasing distance, so the first hit is the nearest. While many points
+    are open, one offset is tried at a time over all of them; once few are, a block of offsets
+    is tried in one lookup (`_WINDOW_BLOCK_LOOKUPS`), and each point takes its first hit in the
+    block. The search stops early (the rest stay inf, for the k-d tree) once a run of at least
+    `_WINDOW_RUN` offsets cost more (a fixed cost per offset or block and a lookup per open
+    point) than the tree queries of the points it resolved would have.
     """
     offsets, lengths, radii = _window_offsets(tuple(float(v) for v in spacing))
     grid = _zero_padded(target, radii)
     strides = np.array(grid.strides, dtype=np.int64) // grid.itemsize
     flat = grid.ravel()
     position = (sources + np.asarray(radii, dtype=np.int64)) @ strides
+    shifts = offsets @ strides
     best = np.full(len(sources), np.inf)
     # The open points are compacted out of `active` only once half of them are resolved:
     # until then a resolved point stays in the arrays, masked by `open_points`.
@@ -816,35 +831,58 @@ def _nearest_in_wide_window_mm(
     open_points = np.ones(len(sources), dtype=np.bool_)
     n_open = len(sources)
     index = np.empty_like(position)
-    recent = lookups = 0  # points resolved and lookups in the current run of offsets
-    for step, (shift, length) in enumerate(
-        zip((offsets @ strides).tolist(), lengths.tolist(), strict=True), start=1
-    ):
-        np.add(position, shift, out=index)
-        hit = flat.take(index)
-        hit &= open_points
-        lookups += hit.size
-        hits = int(np.count_nonzero(hit))
-        if hits:
-            np.putmask(active_best, hit, length)
-            open_points ^= hit
-            n_open -= hits
-            if n_open == 0:
-                break
-            if 2 * n_open < active.size:
+    recent = lookups = run_ns = run_steps = 0  # the current run of offsets
+    step = 0
+    while step < len(shifts) and n_open:
+        block = min(_WINDOW_BLOCK_LOOKUPS // n_open, len(shifts) - step)
+        if block >= _WINDOW_BLOCK_MIN:
+            if n_open < active.size:  # a block looks up open points only
                 done = ~open_points
                 best[active[done]] = active_best[done]
                 active, position = active[open_points], position[open_points]
                 active_best = active_best[open_points]
                 open_points = np.ones(n_open, dtype=np.bool_)
+            hit = flat.take(position[None, :] + shifts[step : step + block, None])
+            first = hit.argmax(axis=0)
+            found = hit[first, np.arange(n_open)]
+            hits = int(np.count_nonzero(found))
+            if hits:
+                best[active[found]] = lengths[step + first[found]]
+                kept = ~found
+                active, position = active[kept], position[kept]
+                active_best, open_points = active_best[kept], open_points[kept]
+                n_open -= hits
+            lookups += hit.size
+            run_ns += _WINDOW_BLOCK_NS
+        else:
+            block = 1
+            if index.size != position.size:  # after a block's compaction
                 index = np.empty_like(position)
+            np.add(position, shifts[step], out=index)
+            hit = flat.take(index)
+            hit &= open_points
+            lookups += hit.size
+            run_ns += _WINDOW_STEP_NS
+            hits = int(np.count_nonzero(hit))
+            if hits:
+                np.putmask(active_best, hit, lengths[step])
+                open_points ^= hit
+                n_open -= hits
+                if 2 * n_open < active.size:
+                    done = ~open_points
+                    best[active[done]] = active_best[done]
+                    active, position = active[open_points], position[open_points]
+                    active_best = active_best[open_points]
+                    open_points = np.ones(n_open, dtype=np.bool_)
+                    index = np.empty_like(position)
+        step += block
         recent += hits
-        if step % _WINDOW_RUN == 0:
+        run_steps += block
+        if run_steps >= _WINDOW_RUN:
             # The run cost more than tree queries of what it resolved: the tree takes the rest.
-            run_ns = _WINDOW_RUN * _WINDOW_STEP_NS + lookups * _WINDOW_LOOKUP_NS
-            if recent * _TREE_QUERY_NS < run_ns:
+            if recent * _TREE_QUERY_NS < run_ns + lookups * _WINDOW_LOOKUP_NS:
                 break
-            recent = lookups = 0
+            recent = lookups = run_ns = run_steps = 0
     best[active] = active_best
     return best
 

@@ -380,6 +380,31 @@ def test_window_offsets_hold_every_offset_nearer_than_the_window_reach(spacing):
     assert lengths.max() <= reach
 
 
+@pytest.mark.parametrize("blocks_from", [0.0, 0.5, 1.0])
+@pytest.mark.parametrize("spacing", [(3.0, 0.8, 0.8), (0.8, 0.8, 3.0), (1.0, 1.0, 1.0)])
+def test_wide_window_finds_only_nearest_targets_one_offset_or_a_block_at_a_time(
+    blocks_from, spacing
+):
+    # Blocks of offsets are tried once the open points are at most `blocks_from` of all:
+    # 0 = one offset at a time throughout, 1 = blocks throughout, 0.5 = a switch midway. Every
+    # distance the window gives is the brute-force nearest; what it leaves (inf) is farther.
+    rng = np.random.default_rng(7)
+    target = rng.random((14, 40, 40)) < 0.05
+    sources = np.argwhere((rng.random(target.shape) < 0.3) & ~target)  # callers ask off-target
+    spacing_mm = np.asarray(spacing)
+    targets = np.argwhere(target)
+    brute = np.sqrt(
+        (((sources[:, None, :] - targets[None, :, :]) * spacing_mm) ** 2).sum(axis=2)
+    ).min(axis=1)
+    lookups = int(blocks_from * len(sources) * surface._WINDOW_BLOCK_MIN)
+    with mock.patch.object(surface, "_WINDOW_BLOCK_LOOKUPS", lookups):
+        found = surface._nearest_in_wide_window_mm(sources, target, spacing_mm)
+    finite = np.isfinite(found)
+    assert finite.mean() > 0.9
+    np.testing.assert_allclose(found[finite], brute[finite], rtol=1e-12, atol=0)
+    assert np.all(brute[~finite] >= found[finite].max() - 1e-12)
+
+
 @pytest.mark.parametrize("half", [False, True])
 def test_surfel_scores_per_spacing_on_a_tumour_in_a_large_volume_equal_deepmind(half):
     # PANTHER-like: a tumour in a much larger volume, so the rule picks the window and the
