@@ -14,7 +14,15 @@ import sys
 import pytest
 
 HEAVY_FOR_THE_CLI = ("pydantic", "numpy", "pandas", "yaml", "scipy", "rich.console", "rich.table")
-NOT_FOR_GRADING = ("pandas", "matplotlib", "skimage", "sklearn", "rich.table", "litellm")
+NOT_FOR_GRADING = (
+    "pandas",
+    "matplotlib",
+    "skimage",
+    "sklearn",
+    "rich.table",
+    "litellm",
+    "concurrent.futures.process",  # a worker pool, for a single worker
+)
 
 
 def _modules_after(code: str, names: tuple[str, ...]) -> list[str]:
@@ -55,3 +63,84 @@ def test_grading_imports_only_what_the_family_needs(task_id, prepared_mini) -> N
         "assert report.valid, report.reasons\n"
     )
     assert _modules_after(code, NOT_FOR_GRADING) == []
+
+
+def test_every_command_declares_its_parameters_with_objects_not_strings() -> None:
+    # typer reads a command's parameters from its annotations at every start, for every
+    # command; string annotations (``from __future__ import annotations``) are compiled and
+    # evaluated each time, which tripled the cost of building the command line.
+    import inspect
+
+    import typer
+
+    from rexmle.cli import app
+
+    def callbacks(group: typer.Typer):
+        for command in group.registered_commands:
+            yield command.callback
+        for sub in group.registered_groups:
+            if sub.typer_instance is not None:
+                yield from callbacks(sub.typer_instance)
+
+    found = list(callbacks(app))
+    assert len(found) >= 15
+    quoted = {
+        f"{callback.__module__}.{callback.__name__}: {name}"
+        for callback in found
+        for name, annotation in inspect.get_annotations(callback).items()
+        if isinstance(annotation, str)
+    }
+    assert quoted == set()
+
+
+@pytest.mark.parametrize(("preset", "scanned"), [(None, False), ("", True)])
+def test_the_command_line_looks_for_no_pydantic_plugin_unless_asked(preset, scanned) -> None:
+    # `rexmle list` builds the task specs (pydantic models). Looking for plugins reads every
+    # installed distribution's metadata; an empty PYDANTIC_DISABLE_PLUGINS turns them back on.
+    code = (
+        "import contextlib, io, os, sys\n"
+        f"preset = {preset!r}\n"
+        "os.environ.pop('PYDANTIC_DISABLE_PLUGINS', None)\n"
+        "if preset is not None:\n"
+        "    os.environ['PYDANTIC_DISABLE_PLUGINS'] = preset\n"
+        "from rexmle import cli\n"
+        "sys.argv = ['rexmle', 'list']\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    try:\n"
+        "        cli.main()\n"
+        "    except SystemExit as stop:\n"
+        "        assert not stop.code, stop.code\n"
+        "import pydantic.plugin._loader as loader\n"
+        "print(json.dumps(loader._plugins is not None))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", "import json\n" + code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    assert json.loads(done.stdout.strip().splitlines()[-1]) is scanned
+
+
+def test_the_command_line_freezes_the_collector_when_a_command_is_done() -> None:
+    # The interpreter's last collection walks every object still alive; frozen, they are left
+    # to their reference counts (the exit handlers run all the same).
+    code = (
+        "import contextlib, gc, io, json, sys\n"
+        "from rexmle import cli\n"
+        "sys.argv = ['rexmle', 'list']\n"
+        "before = gc.get_freeze_count()\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    try:\n"
+        "        cli.main()\n"
+        "    except SystemExit as stop:\n"
+        "        assert not stop.code, stop.code\n"
+        "print(json.dumps([before, gc.get_freeze_count()]))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    before, after = json.loads(done.stdout.strip().splitlines()[-1])
+    assert before == 0
+    assert after > 10_000

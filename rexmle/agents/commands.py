@@ -1,7 +1,5 @@
 """``rexmle agents list``, ``install AGENT`` and ``fetch-study-texts`` (added by :func:`register`)."""
 
-from __future__ import annotations
-
 import json
 from pathlib import Path
 from typing import Annotated

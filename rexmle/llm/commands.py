@@ -2,8 +2,6 @@
 ``rexmle llm standin``: the offline stand-in provider for trying agents without one.
 """
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Annotated
 

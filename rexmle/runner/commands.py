@@ -11,8 +11,6 @@ gets them, on every executor, and run.json records them); ``invocation`` options
 what the command does and prints.
 """
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Literal
 
@@ -109,7 +107,7 @@ def _parse_gpus(gpus: str | None) -> list[str]:
     return slots
 
 
-def experiment_from_flags(study: dict[str, object]) -> Experiment:
+def experiment_from_flags(study: dict[str, object]) -> "Experiment":
     """The experiment a flag run describes (``study``: the study options by parameter name).
 
     Raises:
@@ -174,7 +172,7 @@ def experiment_from_flags(study: dict[str, object]) -> Experiment:
     )
 
 
-def settings_from_flags(given: dict[str, object], experiment: Experiment) -> RunSettings:
+def settings_from_flags(given: dict[str, object], experiment: "Experiment") -> "RunSettings":
     """The run settings of the command (``given``: the settings options by parameter name).
 
     Raises:

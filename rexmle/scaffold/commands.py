@@ -1,7 +1,5 @@
 """``rexmle dev``: commands for people adding to the benchmark (not for running it)."""
 
-from __future__ import annotations
-
 from typing import Annotated
 
 import typer

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import TypeVar
 
@@ -67,6 +66,8 @@ def map_cases(
         from rich.progress import track
 
         return [fn(item) for item in track(items, description=label, transient=True)]
+    from concurrent.futures import ProcessPoolExecutor  # multiprocessing: only for a pool
+
     with ProcessPoolExecutor(max_workers=workers) as pool:
         iterator = pool.map(fn, items)
         if not show:
