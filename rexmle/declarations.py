@@ -20,10 +20,10 @@ from pydantic_core import ErrorDetails
 from rexmle.errors import SpecError
 
 Model = TypeVar("Model", bound=BaseModel)
+Location = tuple[str | int, ...]
 
 _SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 """libyaml's safe loader where PyYAML was built with it (ten times faster), else PyYAML's own."""
-Location = tuple[str | int, ...]
 
 
 def parse_declaration(text: str, model: type[Model], where: str, *, what: str) -> Model:
