@@ -93,16 +93,13 @@ def test_every_command_declares_its_parameters_with_objects_not_strings() -> Non
     assert quoted == set()
 
 
-@pytest.mark.parametrize(("preset", "scanned"), [(None, False), ("", True)])
-def test_the_command_line_looks_for_no_pydantic_plugin_unless_asked(preset, scanned) -> None:
-    # `rexmle list` builds the task specs (pydantic models). Looking for plugins reads every
-    # installed distribution's metadata; an empty PYDANTIC_DISABLE_PLUGINS turns them back on.
+def _after_rexmle_list(before: str, after: str) -> object:
+    """In a child: ``before``, then ``rexmle list`` through `cli.main` (output dropped, exit 0
+    required), then ``after``, which prints a JSON value on its last line; that value.
+    """
     code = (
-        "import contextlib, io, os, sys\n"
-        f"preset = {preset!r}\n"
-        "os.environ.pop('PYDANTIC_DISABLE_PLUGINS', None)\n"
-        "if preset is not None:\n"
-        "    os.environ['PYDANTIC_DISABLE_PLUGINS'] = preset\n"
+        "import contextlib, gc, io, json, os, sys\n"
+        f"{before}\n"
         "from rexmle import cli\n"
         "sys.argv = ['rexmle', 'list']\n"
         "with contextlib.redirect_stdout(io.StringIO()):\n"
@@ -110,37 +107,33 @@ def test_the_command_line_looks_for_no_pydantic_plugin_unless_asked(preset, scan
         "        cli.main()\n"
         "    except SystemExit as stop:\n"
         "        assert not stop.code, stop.code\n"
-        "import pydantic.plugin._loader as loader\n"
-        "print(json.dumps(loader._plugins is not None))\n"
+        f"{after}\n"
     )
     done = subprocess.run(
-        [sys.executable, "-c", "import json\n" + code],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
     )
-    assert json.loads(done.stdout.strip().splitlines()[-1]) is scanned
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize(("preset", "scanned"), [(None, False), ("", True)])
+def test_the_command_line_looks_for_no_pydantic_plugin_unless_asked(preset, scanned) -> None:
+    # `rexmle list` builds the task specs (pydantic models). Looking for plugins reads every
+    # installed distribution's metadata; an empty PYDANTIC_DISABLE_PLUGINS turns them back on.
+    before = "os.environ.pop('PYDANTIC_DISABLE_PLUGINS', None)\n"
+    if preset is not None:
+        before += f"os.environ['PYDANTIC_DISABLE_PLUGINS'] = {preset!r}\n"
+    after = (
+        "import pydantic.plugin._loader as loader\nprint(json.dumps(loader._plugins is not None))"
+    )
+    assert _after_rexmle_list(before, after) is scanned
 
 
 def test_the_command_line_freezes_the_collector_when_a_command_is_done() -> None:
     # The interpreter's last collection walks every object still alive; frozen, they are left
     # to their reference counts (the exit handlers run all the same).
-    code = (
-        "import contextlib, gc, io, json, sys\n"
-        "from rexmle import cli\n"
-        "sys.argv = ['rexmle', 'list']\n"
-        "before = gc.get_freeze_count()\n"
-        "with contextlib.redirect_stdout(io.StringIO()):\n"
-        "    try:\n"
-        "        cli.main()\n"
-        "    except SystemExit as stop:\n"
-        "        assert not stop.code, stop.code\n"
-        "print(json.dumps([before, gc.get_freeze_count()]))\n"
+    before, after = _after_rexmle_list(
+        "frozen_before = gc.get_freeze_count()",
+        "print(json.dumps([frozen_before, gc.get_freeze_count()]))",
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
-    )
-    before, after = json.loads(done.stdout.strip().splitlines()[-1])
     assert before == 0
     assert after > 10_000
